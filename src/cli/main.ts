@@ -1,0 +1,78 @@
+/**
+ * The command line (SPEC.md section 2). Each command lives in `commands/`; this file wires them
+ * into commander, and turns errors into exit codes: 0 success, 1 runtime failure, 2 usage error or
+ * unusable input, 3 metrics threshold crossed.
+ */
+import { Command, CommanderError, Option } from "commander";
+import { CondenseError } from "../util/errors.js";
+import { Output } from "./output.js";
+import { registerBudget } from "./commands/budget.js";
+import { registerMetrics } from "./commands/metrics.js";
+import { registerQuery } from "./commands/query.js";
+import { registerRender } from "./commands/render.js";
+import { registerRun } from "./commands/run.js";
+
+/** Options every command takes. */
+export interface CommonOptions {
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/** Add --json and --quiet to a command. */
+export function withCommonOptions(command: Command): Command {
+  return command
+    .addOption(new Option("--json", "print one JSON document on stdout (see README for the schema)"))
+    .addOption(new Option("-q, --quiet", "no warnings or progress on stderr"));
+}
+
+/** Holder for the exit code a command decided on. */
+export interface ExitState {
+  code: number;
+}
+
+/** Build the program; commands report their exit code through `exit`. */
+export function buildProgram(exit: ExitState): Command {
+  const program = new Command();
+  program
+    .name("condense")
+    .description(
+      "Offline context pruning for Pi coding-agent sessions: replays the pi-condense pipeline on a\n" +
+        "session file, appends the pruning entries so Pi resumes it small, and answers questions about it.",
+    )
+    .version("0.1.0")
+    .showHelpAfterError("(run with --help for usage)")
+    .exitOverride()
+    .configureOutput({ outputError: (str, write) => write(str) });
+  registerRun(program, exit);
+  registerRender(program, exit);
+  registerQuery(program, exit);
+  registerMetrics(program, exit);
+  registerBudget(program, exit);
+  return program;
+}
+
+/**
+ * Run the CLI with `argv` (as `process.argv`).
+ * @returns the exit code
+ */
+export async function main(argv: string[]): Promise<number> {
+  const exit: ExitState = { code: 0 };
+  const program = buildProgram(exit);
+  try {
+    await program.parseAsync(argv);
+    return exit.code;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.exitCode === 0) return 0;
+      return 2;
+    }
+    const out = new Output({});
+    if (error instanceof CondenseError) {
+      out.error(error.message);
+      return error.exitCode;
+    }
+    const detail = process.env.CONDENSE_DEBUG ? ((error as Error)?.stack ?? String(error)) : String((error as Error)?.message ?? error);
+    out.error(`unexpected failure: ${detail}${process.env.CONDENSE_DEBUG ? "" : " (set CONDENSE_DEBUG=1 for the stack)"}`);
+    return 1;
+  }
+}

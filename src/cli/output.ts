@@ -1,0 +1,84 @@
+/**
+ * Where output goes (SPEC.md section 2): data to stdout, progress and warnings to stderr; colors
+ * only on a TTY (chalk honors NO_COLOR / FORCE_COLOR); spinners only on a TTY stderr and never
+ * with --json; tables with cli-table3.
+ */
+import { Chalk, type ChalkInstance } from "chalk";
+import Table from "cli-table3";
+import ora, { type Ora } from "ora";
+
+export interface OutputOptions {
+  json?: boolean;
+  quiet?: boolean;
+}
+
+/** Streams and switches shared by every command. */
+export class Output {
+  readonly json: boolean;
+  readonly quiet: boolean;
+  /** Colors for stdout. */
+  readonly c: ChalkInstance;
+  /** Colors for stderr. */
+  readonly ce: ChalkInstance;
+
+  constructor(
+    options: OutputOptions,
+    readonly stdout: NodeJS.WritableStream & { isTTY?: boolean } = process.stdout,
+    readonly stderr: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+  ) {
+    this.json = !!options.json;
+    this.quiet = !!options.quiet;
+    this.c = new Chalk({ level: colorLevel(stdout) });
+    this.ce = new Chalk({ level: colorLevel(stderr) });
+  }
+
+  /** Write data to stdout (a newline is added). */
+  print(text: string): void {
+    this.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+  }
+
+  /** One JSON document on stdout. */
+  printJson(value: unknown): void {
+    this.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  }
+
+  /** A warning on stderr, unless --quiet. */
+  warn(text: string): void {
+    if (!this.quiet) this.stderr.write(`${this.ce.yellow("warning:")} ${text}\n`);
+  }
+
+  /** An informational line on stderr, unless --quiet or --json. */
+  info(text: string): void {
+    if (!this.quiet && !this.json) this.stderr.write(`${text}\n`);
+  }
+
+  /** An error on stderr (always shown). */
+  error(text: string): void {
+    this.stderr.write(`${this.ce.red("error:")} ${text}\n`);
+  }
+
+  /** A spinner on a TTY stderr (not with --json or --quiet); otherwise null. */
+  spinner(text: string): Ora | null {
+    if (this.json || this.quiet || !this.stderr.isTTY) return null;
+    return ora({ text, stream: this.stderr as NodeJS.WritableStream & { isTTY: boolean } }).start();
+  }
+
+  /** A table rendered to a string; header cells are bold on a TTY. */
+  table(head: string[], rows: (string | number)[][], align?: ("left" | "right")[]): string {
+    const table = new Table({
+      head: head.map((h) => this.c.bold(h)),
+      style: { head: [], border: [] },
+      colAligns: align,
+    });
+    for (const row of rows) table.push(row.map((cell) => (typeof cell === "number" ? cell.toLocaleString("en-US") : cell)));
+    return table.toString();
+  }
+}
+
+function colorLevel(stream: { isTTY?: boolean }): 0 | 1 | 2 | 3 {
+  const force = process.env.FORCE_COLOR;
+  if (force !== undefined && force !== "0" && force !== "false") return force === "2" ? 2 : force === "3" ? 3 : 1;
+  if ("NO_COLOR" in process.env && process.env.NO_COLOR !== "") return 0;
+  if (force === "0" || force === "false") return 0;
+  return stream.isTTY ? 1 : 0;
+}

@@ -1,0 +1,220 @@
+/**
+ * Pi's projection of the active branch into the model-visible message list (Pi 1.6
+ * `buildContextEntries`, `buildSessionProjection`, `convertToLlm`; SPEC.md section 4).
+ */
+import type {
+  AgentMessage,
+  CompactionEntry,
+  ContextEditEntry,
+  CustomMessageEntry,
+  Message,
+  SessionEntry,
+  TextContent,
+} from "../session/types.js";
+
+export const COMPACTION_SUMMARY_PREFIX =
+  "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+export const COMPACTION_SUMMARY_SUFFIX = "\n</summary>";
+export const BRANCH_SUMMARY_PREFIX =
+  "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+export const BRANCH_SUMMARY_SUFFIX = "</summary>";
+
+/** One projected message and the entry it came from. */
+export interface ContextItem {
+  message: AgentMessage;
+  entry: SessionEntry;
+}
+
+/**
+ * The compaction-aware entry list of a branch: without compaction the branch itself; otherwise
+ * the latest compaction entry, then the branch entries from its `firstKeptEntryId` up to it
+ * (system messages excluded), then everything after it.
+ */
+export function buildContextEntries(branch: SessionEntry[]): SessionEntry[] {
+  let compactionIdx = -1;
+  for (let i = 0; i < branch.length; i++) if (branch[i].type === "compaction") compactionIdx = i;
+  if (compactionIdx < 0) return branch;
+  const compaction = branch[compactionIdx] as CompactionEntry;
+  const out: SessionEntry[] = [compaction];
+  let foundFirstKept = false;
+  for (let i = 0; i < compactionIdx; i++) {
+    const entry = branch[i];
+    if (entry.id === compaction.firstKeptEntryId) foundFirstKept = true;
+    if (foundFirstKept && !(entry.type === "message" && (entry.message as AgentMessage)?.role === "system")) {
+      out.push(entry);
+    }
+  }
+  for (let i = compactionIdx + 1; i < branch.length; i++) out.push(branch[i]);
+  return out;
+}
+
+function isoToMs(timestamp: unknown): number {
+  return new Date(timestamp as string).getTime();
+}
+
+/** The messages one entry contributes to context, before any context edit (Pi's `sessionEntryToContextMessages`). */
+export function entryToMessages(entry: SessionEntry): AgentMessage[] {
+  switch (entry.type) {
+    case "message": {
+      const message = entry.message as AgentMessage & { content?: unknown };
+      if (!message || typeof message !== "object") return [];
+      if (message.role === "system" && message.content == null) return [{ ...message, content: "" } as AgentMessage];
+      if (
+        (message.role === "user" || message.role === "assistant" || message.role === "toolResult") &&
+        message.content == null
+      ) {
+        return [{ ...message, content: [] } as AgentMessage];
+      }
+      return [message];
+    }
+    case "custom_message": {
+      const e = entry as CustomMessageEntry;
+      return [
+        {
+          role: "custom",
+          customType: e.customType,
+          content: e.content ?? [],
+          display: e.display,
+          details: e.details,
+          timestamp: isoToMs(e.timestamp),
+        },
+      ];
+    }
+    case "branch_summary":
+      if (!entry.summary) return [];
+      return [
+        {
+          role: "branchSummary",
+          summary: entry.summary as string,
+          fromId: entry.fromId as string,
+          timestamp: isoToMs(entry.timestamp),
+        },
+      ];
+    case "compaction": {
+      const e = entry as CompactionEntry;
+      const summary: AgentMessage = {
+        role: "compactionSummary",
+        summary: e.summary,
+        tokensBefore: e.tokensBefore,
+        timestamp: isoToMs(e.timestamp),
+      };
+      return e.systemMessage ? [e.systemMessage, summary] : [summary];
+    }
+    default:
+      return [];
+  }
+}
+
+function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | undefined): AgentMessage[] {
+  if (!edit) return messages;
+  const replacement = edit.replacement;
+  if (replacement === null) return [];
+  return messages.map((message) => {
+    if (
+      message.role !== "user" &&
+      message.role !== "assistant" &&
+      message.role !== "toolResult" &&
+      message.role !== "custom"
+    ) {
+      return message;
+    }
+    const content =
+      (message.role === "assistant" || message.role === "toolResult") && typeof replacement.content === "string"
+        ? [{ type: "text", text: replacement.content }]
+        : replacement.content;
+    return { ...message, content } as AgentMessage;
+  });
+}
+
+/**
+ * Project a branch (root → leaf) into context items, as Pi's `buildSessionProjection` does:
+ * compaction-aware entry selection, the latest `context_edit` per target applied, and only the
+ * newest compaction contributing its summary.
+ */
+export function projectBranch(branch: SessionEntry[]): ContextItem[] {
+  const contextEntries = buildContextEntries(branch);
+  const edits = new Map<string, ContextEditEntry>();
+  for (const entry of contextEntries) {
+    if (entry.type === "context_edit") edits.set((entry as ContextEditEntry).targetId, entry as ContextEditEntry);
+  }
+  const items: ContextItem[] = [];
+  contextEntries.forEach((entry, index) => {
+    if (entry.type === "compaction" && index > 0) return;
+    for (const message of applyEdit(entryToMessages(entry), edits.get(entry.id))) items.push({ message, entry });
+  });
+  return items;
+}
+
+/** Pi's `bashExecutionToText`: the user-message text for a `!command` run. */
+export function bashExecutionToText(msg: {
+  command: string;
+  output?: string;
+  cancelled?: boolean;
+  exitCode?: number | null;
+  truncated?: boolean;
+  fullOutputPath?: string;
+}): string {
+  let text = `Ran \`${msg.command}\`\n`;
+  text += msg.output ? `\`\`\`\n${msg.output}\n\`\`\`` : "(no output)";
+  if (msg.cancelled) text += "\n\n(command cancelled)";
+  else if (msg.exitCode !== null && msg.exitCode !== undefined && msg.exitCode !== 0) {
+    text += `\n\nCommand exited with code ${msg.exitCode}`;
+  }
+  if (msg.truncated && msg.fullOutputPath) text += `\n\n[Output truncated. Full output: ${msg.fullOutputPath}]`;
+  return text;
+}
+
+/**
+ * Convert one Pi message to what pi-ai receives (Pi's `convertToLlm`): Pi's own roles become
+ * user messages, `bashExecution` with `excludeFromContext` and unknown roles are dropped.
+ */
+export function toLlmMessage(m: AgentMessage): Message | undefined {
+  switch (m.role) {
+    case "bashExecution":
+      if (m.excludeFromContext) return undefined;
+      return { role: "user", content: [{ type: "text", text: bashExecutionToText(m) }], timestamp: m.timestamp };
+    case "custom": {
+      const content = typeof m.content === "string" ? [{ type: "text" as const, text: m.content }] : m.content;
+      return { role: "user", content, timestamp: m.timestamp };
+    }
+    case "branchSummary":
+      return {
+        role: "user",
+        content: [{ type: "text", text: BRANCH_SUMMARY_PREFIX + m.summary + BRANCH_SUMMARY_SUFFIX }],
+        timestamp: m.timestamp,
+      };
+    case "compactionSummary":
+      return {
+        role: "user",
+        content: [{ type: "text", text: COMPACTION_SUMMARY_PREFIX + m.summary + COMPACTION_SUMMARY_SUFFIX }],
+        timestamp: m.timestamp,
+      };
+    case "system":
+    case "user":
+    case "assistant":
+    case "toolResult":
+      return m;
+    default:
+      return undefined;
+  }
+}
+
+/** {@link toLlmMessage} over a list. */
+export function convertToLlm(messages: AgentMessage[]): Message[] {
+  const out: Message[] = [];
+  for (const m of messages) {
+    const converted = toLlmMessage(m);
+    if (converted) out.push(converted);
+  }
+  return out;
+}
+
+/** Plain text of a message's content (text blocks joined by "\n"; images and other blocks skipped). */
+export function textOf(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((b): b is TextContent => !!b && typeof b === "object" && (b as TextContent).type === "text")
+    .map((b) => b.text)
+    .join("\n");
+}

@@ -1,0 +1,72 @@
+/**
+ * In-memory migration of v1 and v2 session entries to v3, the way Pi 1.6 migrates them
+ * (`migrateV1ToV2`, `migrateV2ToV3` in Pi's session-manager), except that ids are
+ * deterministic: the same file always yields the same ids.
+ */
+import { createHash } from "node:crypto";
+import type { SessionEntry, SessionHeader } from "./types.js";
+
+export const CURRENT_SESSION_VERSION = 3;
+
+/**
+ * Deterministic 8-hex id for the `index`-th entry of session `sessionId`, avoiding `taken`.
+ * Collisions are resolved by hashing again with an attempt counter.
+ */
+export function deterministicId(seed: string, index: number, taken: Set<string>): string {
+  for (let attempt = 0; ; attempt++) {
+    const id = createHash("sha256").update(`${seed}\0${index}\0${attempt}`).digest("hex").slice(0, 8);
+    if (!taken.has(id)) {
+      taken.add(id);
+      return id;
+    }
+  }
+}
+
+/**
+ * Bring entries to version 3. Returns new entry objects (the input is not mutated) and the
+ * version the file had.
+ *
+ * - v1 → v2: each entry gets an id (deterministic, from the header id and the entry's position)
+ *   and the previous entry as parent; a compaction's `firstKeptEntryIndex` (an index into the
+ *   file's parsed lines, header included) becomes `firstKeptEntryId`.
+ * - v2 → v3: message role `hookMessage` becomes `custom`.
+ */
+export function migrateEntries(
+  header: SessionHeader | null,
+  entries: SessionEntry[],
+): { entries: SessionEntry[]; fromVersion: number } {
+  const fromVersion = typeof header?.version === "number" ? header.version : header ? 1 : CURRENT_SESSION_VERSION;
+  if (fromVersion >= CURRENT_SESSION_VERSION) return { entries, fromVersion };
+  let out = entries;
+  if (fromVersion < 2) {
+    const taken = new Set<string>();
+    const seed = header?.id ?? "";
+    let prevId: string | null = null;
+    out = entries.map((entry, i) => {
+      const id = deterministicId(seed, i, taken);
+      const migrated = { ...entry, id, parentId: prevId } as SessionEntry;
+      prevId = id;
+      return migrated;
+    });
+    for (const entry of out) {
+      if (entry.type !== "compaction") continue;
+      const index = entry.firstKeptEntryIndex;
+      if (typeof index === "number") {
+        // Pi indexes the parsed lines with the header at 0.
+        const target = index >= 1 ? out[index - 1] : undefined;
+        if (target && target.type !== "session") entry.firstKeptEntryId = target.id;
+        delete entry.firstKeptEntryIndex;
+      }
+    }
+  }
+  if (fromVersion < 3) {
+    out = out.map((entry) => {
+      const message = entry.message as { role?: string } | undefined;
+      if (entry.type === "message" && message && message.role === "hookMessage") {
+        return { ...entry, message: { ...message, role: "custom" } };
+      }
+      return entry;
+    });
+  }
+  return { entries: out, fromVersion };
+}

@@ -1,0 +1,128 @@
+/**
+ * Appending entries to a session file: the only place condense writes to a session.
+ *
+ * Rules (issue "Foundations", SPEC.md section 5): new entries go after the current leaf, each the
+ * child of the one before; one write on a file opened for appending, then fsync; a lock first
+ * (`proper-lockfile`); nothing is written when the file changed since it was read (size or mtime);
+ * a missing final newline is added first, as Pi does on open; existing bytes are never changed —
+ * on a failed write the file is truncated back to its original size.
+ */
+import { createHash } from "node:crypto";
+import { open, stat } from "node:fs/promises";
+import lockfile from "proper-lockfile";
+import type { Session } from "./session.js";
+import type { SessionEntry } from "./types.js";
+
+/** Thrown when the file changed between read and write; nothing was written (exit 1). */
+export class FileChangedError extends Error {
+  constructor(readonly path: string, detail: string) {
+    super(`${path} changed since it was read (${detail}); nothing was written — run again`);
+    this.name = "FileChangedError";
+  }
+}
+
+/** Thrown when another process holds the session's lock; nothing was written (exit 1). */
+export class FileLockedError extends Error {
+  constructor(readonly path: string) {
+    super(`${path} is locked by another process (is Pi or another condense writing it?); nothing was written`);
+    this.name = "FileLockedError";
+  }
+}
+
+/** An entry to append, before it gets its id, parent and timestamp. */
+export type NewEntry = { type: string } & Record<string, unknown>;
+
+/**
+ * Allocates entry ids: 8 hex characters, unique in the file, deterministic for the same seed
+ * (session id, leaf id and clock), so two runs on identical input append identical bytes.
+ */
+export class IdAllocator {
+  private counter = 0;
+  constructor(private readonly taken: Set<string>, private readonly seed: string) {}
+
+  next(): string {
+    for (;;) {
+      const id = createHash("sha256").update(`${this.seed}\0${this.counter++}`).digest("hex").slice(0, 8);
+      if (!this.taken.has(id)) {
+        this.taken.add(id);
+        return id;
+      }
+    }
+  }
+}
+
+/**
+ * Give entries ids, parents and timestamps: the first is a child of the session's leaf, each next
+ * one a child of the one before. Field order is Pi's: type, (custom fields), id, parentId, timestamp
+ * for custom entries; we keep `type` first and append id/parentId/timestamp after the payload.
+ *
+ * @param session the session as read (its leaf becomes the first parent)
+ * @param entries payloads, in append order
+ * @param nowIso ISO timestamp for every new entry
+ */
+export function chainEntries(session: Pick<Session, "leaf" | "byId" | "id">, entries: NewEntry[], nowIso: string): SessionEntry[] {
+  const ids = new IdAllocator(new Set(session.byId.keys()), `${session.id}\0${session.leaf?.id ?? ""}\0${nowIso}`);
+  let parentId: string | null = session.leaf?.id ?? null;
+  return entries.map((payload) => {
+    const id = ids.next();
+    const entry = { ...payload, id, parentId, timestamp: nowIso } as SessionEntry;
+    parentId = id;
+    return entry;
+  });
+}
+
+/** The bytes {@link appendEntries} would write, newline repair included. */
+export function serializeAppend(session: Pick<Session, "endsWithNewline">, entries: SessionEntry[]): string {
+  const body = entries.map((e) => `${JSON.stringify(e)}\n`).join("");
+  return session.endsWithNewline ? body : `\n${body}`;
+}
+
+export interface AppendOptions {
+  /** Called after the lock is taken and the file checked, right before writing (tests inject crashes here). */
+  beforeWrite?: () => void | Promise<void>;
+}
+
+/**
+ * Append entries to the session file under a lock.
+ *
+ * @returns the number of bytes written (0 when `entries` is empty: nothing is touched)
+ * @throws FileChangedError when size or mtime differ from what was read
+ * @throws FileLockedError when another writer holds the lock
+ * @throws NodeJS.ErrnoException on I/O failure (the file is truncated back to its original size)
+ */
+export async function appendEntries(
+  session: Pick<Session, "path" | "size" | "mtimeMs" | "endsWithNewline">,
+  entries: SessionEntry[],
+  options: AppendOptions = {},
+): Promise<number> {
+  if (entries.length === 0) return 0;
+  let release: (() => Promise<void>) | undefined;
+  try {
+    release = await lockfile.lock(session.path, { retries: { retries: 5, minTimeout: 50, maxTimeout: 500 }, stale: 30_000 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ELOCKED") throw new FileLockedError(session.path);
+    throw error;
+  }
+  try {
+    const now = await stat(session.path);
+    if (now.size !== session.size) throw new FileChangedError(session.path, `size ${session.size} → ${now.size} bytes`);
+    if (now.mtimeMs !== session.mtimeMs) throw new FileChangedError(session.path, "modification time moved");
+    const bytes = Buffer.from(serializeAppend(session, entries), "utf8");
+    await options.beforeWrite?.();
+    const handle = await open(session.path, "a");
+    try {
+      try {
+        await handle.write(bytes, 0, bytes.length);
+        await handle.sync();
+      } catch (error) {
+        await handle.truncate(session.size).catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      await handle.close();
+    }
+    return bytes.length;
+  } finally {
+    await release();
+  }
+}
