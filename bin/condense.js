@@ -8,5 +8,12 @@ if (!existsSync(fileURLToPath(entry))) {
   process.stderr.write("condense: dist/ is missing; run `npm install` (or `npm run build`) in the condense folder first.\n");
   process.exit(2);
 }
+// A closed pipe (`condense render x | head`) is not an error.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (error) => {
+    if (error && error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+}
 const { main } = await import(entry.href);
 process.exitCode = await main(process.argv);

@@ -68,7 +68,7 @@ export class Output {
     const table = new Table({
       head: head.map((h) => this.c.bold(h)),
       style: { head: [], border: [] },
-      colAligns: align,
+      ...(align ? { colAligns: align } : {}),
     });
     for (const row of rows) table.push(row.map((cell) => (typeof cell === "number" ? cell.toLocaleString("en-US") : cell)));
     return table.toString();

@@ -1,17 +1,27 @@
 /**
- * `condense render <session>`: print the model-visible context of a session (SPEC.md section 7).
+ * `condense render <session>`: print the model-visible context of a session after pruning
+ * (SPEC.md section 7); `--dry-run` renders it as it would be after `run`, computed in memory.
  */
 import { Option, type Command } from "commander";
-import { convertToLlm, projectBranch } from "../../context/projection.js";
+import { loadConfig } from "../../config/config.js";
+import { planRun } from "../../prune/plan.js";
 import { sizeMessages } from "../../report/counts.js";
+import { renderBranch } from "../../render/render.js";
 import { formatTranscript } from "../../render/transcript.js";
 import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
+import { createSummarizer } from "../../summarize/select.js";
+import { nowMs } from "../../util/clock.js";
 import { UsageError } from "../../util/errors.js";
+import { collect, configSources, type ConfigFlags } from "../config-flags.js";
 import { type ExitState, withCommonOptions } from "../main.js";
 import { Output } from "../output.js";
 
-interface RenderOptions {
+interface RenderOptions extends ConfigFlags {
   format: "text" | "json";
+  dryRun?: boolean;
+  stats?: boolean;
+  summarizer?: "deterministic" | "llm";
+  model?: string;
   json?: boolean;
   quiet?: boolean;
 }
@@ -22,21 +32,46 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .description("print the model-visible context of a session after pruning")
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
-    .addHelpText("after", "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --format json > context.json");
+    .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
+    .option("--stats", "print sizes (chars and ~tokens) before and after each phase instead of the messages")
+    .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
+    .option("--model <provider/id>", "with --dry-run: summarizer model")
+    .option("--config <file>", "JSON file with configuration keys")
+    .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
+    .option("--no-chain", "with --dry-run: skip chain compression")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json",
+    );
   withCommonOptions(cmd).action(async (sessionArg: string | undefined, options: RenderOptions) => {
     const out = new Output(options);
+    const config = loadConfig(configSources(options));
     const files = await resolveSessionArgs(sessionArg ? [sessionArg] : []);
     if (files.length !== 1) throw new UsageError(`render takes one session; ${sessionArg} names ${files.length} files`);
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    const messages = convertToLlm(projectBranch(session.branch).map((i) => i.message));
-    if (options.json) {
-      out.printJson({ session: session.path, messages, size: sizeMessages(messages) });
-    } else if (options.format === "json") {
-      out.printJson(messages);
-    } else {
-      out.print(formatTranscript(messages, out.c));
+    let branch = session.branch;
+    if (options.dryRun) {
+      const summarizer = await createSummarizer({ kind: options.summarizer, model: options.model }, config, session);
+      const plan = await planRun(session, { config, summarizer, concurrency: 4, nowMs: nowMs(), targetPath: session.path });
+      branch = plan.afterBranch;
     }
+    const rendered = renderBranch(branch, config);
+    const stats = [
+      { phase: "projection", ...sizeMessages(rendered.before) },
+      ...rendered.phases.map((p) => ({ phase: p.phase, ...sizeMessages(p.messages) })),
+    ];
+    if (options.json) {
+      out.printJson({ session: session.path, dryRun: !!options.dryRun, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
+      return;
+    }
+    if (options.stats) {
+      out.print(out.table(["phase", "messages", "chars", "~tokens"], stats.map((s, i) => [s.phase, i === 0 ? rendered.before.length : rendered.phases[i - 1].messages.length, s.chars, s.tokens]), ["left", "right", "right", "right"]));
+      return;
+    }
+    if (options.format === "json") out.printJson(rendered.after);
+    else out.print(formatTranscript(rendered.after, out.c));
+    for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
   });
 }

@@ -1,10 +1,205 @@
-import type { Command } from "commander";
-import { UsageError } from "../../util/errors.js";
+/**
+ * `condense [run] <session...>`: the main job (SPEC.md sections 2, 5, 6). Per session: plan in
+ * memory, then write sidecars atomically, then append the entries in one locked write — or, with
+ * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
+ */
+import { copyFile, readFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { Option, type Command } from "commander";
+import { loadConfig, type PruneConfig } from "../../config/config.js";
+import { planRun, type RunReport } from "../../prune/plan.js";
+import { buildSession, formatWarning, openSession, resolveSessionArgs, type Session } from "../../session/index.js";
+import { appendEntries, serializeAppend } from "../../session/writer.js";
+import { writeFileAtomic } from "../../session/sidecars.js";
+import { parseSessionText } from "../../session/reader.js";
+import { createSummarizer } from "../../summarize/select.js";
+import { nowMs } from "../../util/clock.js";
+import { CondenseError, UsageError } from "../../util/errors.js";
+import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
 import { type ExitState, withCommonOptions } from "../main.js";
+import { Output } from "../output.js";
+import { collect, configSources, type ConfigFlags } from "../config-flags.js";
 
-export function registerRun(program: Command, _exit: ExitState): void {
-  const cmd = program.command("run").description("(not built yet)");
-  withCommonOptions(cmd).action(async () => {
-    throw new UsageError("run is not built yet");
+interface RunOptions extends ConfigFlags {
+  dryRun?: boolean;
+  summarizer?: "deterministic" | "llm";
+  model?: string;
+  concurrency?: string;
+  jobs?: string;
+  chain?: boolean;
+  force?: boolean;
+  migrate?: boolean;
+  output?: string;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+export interface RunFileResult extends RunReport {
+  dryRun: boolean;
+  written: string | null;
+  bytesAppended: number;
+  migratedFrom?: number;
+  backup?: string;
+  wallMs: number;
+}
+
+export function registerRun(program: Command, exit: ExitState): void {
+  const cmd = program
+    .command("run", { isDefault: true })
+    .description("prune sessions: summarize unpruned tool batches and append the pruning entries")
+    .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
+    .option("--dry-run", "compute everything, write nothing (not even sidecars)")
+    .addOption(new Option("--summarizer <kind>", "deterministic (no model) or llm").choices(["deterministic", "llm"]))
+    .option("--model <provider/id>", "summarizer model (implies --summarizer llm)")
+    .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
+    .option("--concurrency <n>", "parallel summarizer calls", "4")
+    .option("--jobs <n>", "sessions processed at once (default: number of cores)")
+    .option("--config <file>", "JSON file with configuration keys (or a settings.json with contextPrune)")
+    .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
+    .option("--no-chain", "skip chain compression")
+    .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
+    .option("--force", "overwrite an existing --output file or migration backup")
+    .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json",
+    );
+  withCommonOptions(cmd).action(async (args: string[], options: RunOptions) => {
+    const out = new Output(options);
+    const started = Date.now();
+    const config = loadConfig(configSources(options));
+    const concurrency = positiveInt("--concurrency", options.concurrency, 4);
+    const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
+    const files = await resolveSessionArgs(args);
+    if (options.output && files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
+    const outcomes = await forEachSession(files, jobs, out, "condensing", (path) =>
+      runOne(path, options, config, concurrency, out),
+    );
+    const results = outcomes.filter((o) => o.result).map((o) => o.result!);
+    const failures = outcomes.filter((o) => o.error).map((o) => ({ session: o.path, error: o.error!, exitCode: o.exitCode ?? 1 }));
+    if (failures.length > 0) {
+      // A single unusable input is a usage error (2); with several files, any failure is exit 1.
+      exit.code = files.length === 1 ? failures[0].exitCode : 1;
+    }
+    if (options.json) {
+      out.printJson({ sessions: results, failures: failures.map(({ session, error }) => ({ session, error })), wallMs: Date.now() - started });
+      return;
+    }
+    for (const f of failures) out.error(f.error);
+    if (results.length > 0 && !options.quiet) out.print(formatReport(results, out));
   });
+}
+
+async function runOne(path: string, options: RunOptions, config: PruneConfig, concurrency: number, out: Output): Promise<RunFileResult> {
+  const started = Date.now();
+  let session = await openSession(path, "write");
+  for (const w of session.warnings) out.warn(formatWarning(w));
+  const dryRun = !!options.dryRun;
+  let migratedFrom: number | undefined;
+  let backup: string | undefined;
+  let baseBytes: Buffer | null = null;
+  if (session.fileVersion < 3) {
+    if (!options.migrate) {
+      throw new UsageError(
+        `${path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
+          "Run with --migrate to back it up and rewrite it as v3 first (nothing was written)",
+      );
+    }
+    migratedFrom = session.fileVersion;
+    const migrated = serializeMigrated(session);
+    if (dryRun || options.output) {
+      baseBytes = Buffer.from(migrated, "utf8");
+      session = reparse(path, migrated, session);
+    } else {
+      backup = `${path}.v${session.fileVersion}.bak`;
+      if (existsSync(backup) && !options.force) throw new UsageError(`${path}: backup ${backup} already exists; use --force to overwrite it`);
+      await copyFile(path, backup);
+      await writeFileAtomic(path, migrated);
+      session = await openSession(path, "write");
+    }
+  }
+  if (options.output && existsSync(options.output) && !options.force) {
+    throw new UsageError(`--output ${options.output} already exists; use --force to overwrite it`);
+  }
+  const summarizer = await createSummarizer({ kind: options.summarizer, model: options.model }, config, session);
+  const plan = await planRun(session, {
+    config,
+    summarizer,
+    concurrency,
+    nowMs: nowMs(),
+    targetPath: options.output ?? path,
+  });
+  let written: string | null = null;
+  let bytesAppended = 0;
+  if (!dryRun && plan.entries.length > 0 || (!dryRun && options.output)) {
+    try {
+      for (const sidecar of plan.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
+      if (options.output) {
+        const original = baseBytes ?? (await readFile(path));
+        const appended = Buffer.from(serializeAppend(session, plan.entries), "utf8");
+        await writeFileAtomic(options.output, Buffer.concat([original, plan.entries.length > 0 ? appended : Buffer.alloc(0)]));
+        bytesAppended = plan.entries.length > 0 ? appended.length : 0;
+        written = options.output;
+      } else {
+        bytesAppended = await appendEntries(session, plan.entries);
+        written = path;
+      }
+    } catch (error) {
+      if (error instanceof CondenseError) throw error;
+      throw new CondenseError(`${path}: ${(error as Error).message}`, 1);
+    }
+  }
+  return {
+    ...plan.report,
+    dryRun,
+    written,
+    bytesAppended,
+    ...(migratedFrom !== undefined ? { migratedFrom } : {}),
+    ...(backup ? { backup } : {}),
+    wallMs: Date.now() - started,
+  };
+}
+
+/** A v1/v2 session rewritten as v3 the way Pi rewrites it: header with `version: 3`, one JSON line per entry. */
+function serializeMigrated(session: Session): string {
+  const header = { ...session.header, version: 3 };
+  return [header, ...session.entries].map((e) => `${JSON.stringify(e)}\n`).join("");
+}
+
+function reparse(path: string, text: string, previous: Session): Session {
+  const raw = parseSessionText(path, text);
+  raw.mtimeMs = previous.mtimeMs;
+  return buildSession(raw);
+}
+
+function pct(before: number, after: number): string {
+  if (before === 0) return "0%";
+  return `${Math.round((100 * (after - before)) / before)}%`;
+}
+
+/** The human report: one row per session, then totals when there are several. */
+function formatReport(results: RunFileResult[], out: Output): string {
+  const rows = results.map((r) => [
+    r.session.split("/").pop() ?? r.session,
+    r.batches.captured,
+    r.batches.summarized,
+    `${r.batches.skippedTrivial}/${r.batches.skippedDeduped}/${r.batches.skippedOversized}${r.batches.failed ? ` (${r.batches.failed} failed)` : ""}`,
+    r.calls.spilled,
+    r.calls.protected,
+    `${r.chars.raw.toLocaleString("en-US")} → ${r.chars.summary.toLocaleString("en-US")}`,
+    `${r.context.before.tokens.toLocaleString("en-US")} → ${r.context.after.tokens.toLocaleString("en-US")} (${pct(r.context.before.tokens, r.context.after.tokens)})`,
+    r.dryRun ? "dry run" : r.written ? `+${r.entriesAppended} entries` : "nothing to do",
+    `${(r.wallMs / 1000).toFixed(2)}s`,
+  ]);
+  const table = out.table(
+    ["session", "batches", "summarized", "skipped trivial/dedup/oversized", "spilled", "protected", "raw → summary chars", "context ~tokens", "written", "time"],
+    rows,
+  );
+  const lines = [table];
+  for (const r of results) {
+    for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
+    if (r.backup) lines.push(`${r.session}: migrated from v${r.migratedFrom}; backup at ${r.backup}`);
+    if (r.written && r.written !== r.session) lines.push(`wrote ${r.written}`);
+  }
+  return lines.join("\n");
 }

@@ -1,0 +1,203 @@
+/**
+ * Batch capture (SPEC.md section 6 step 1; seeds/PRUNING.md "Pre-flush Pipeline"): walk the
+ * branch's message entries and collect, per assistant message, its answered tool calls that are
+ * neither indexed already nor protected; trim what lies behind the frontier; group by
+ * `batchingMode`.
+ *
+ * Counting follows the extension's session scan so frontiers it wrote stay meaningful:
+ * `turnIndex` is the 0-based index of the assistant message among all assistant messages on the
+ * branch; a batch's `timestamp` is the assistant entry's persistence time (epoch ms).
+ */
+import type { BatchingMode } from "../config/config.js";
+import { buildContextEntries, textOf } from "../context/projection.js";
+import type { AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
+import type { ToolCallIndexer } from "./indexer.js";
+import { occurrenceKey } from "./occurrence-key.js";
+import type { ProtectionTest } from "./protect.js";
+import type { FrontierData } from "./types.js";
+
+/** One answered tool call, ready to be indexed. */
+export interface CapturedCall {
+  toolCallId: string;
+  toolName: string;
+  args: unknown;
+  /** Text blocks of the result joined with "\n" (images dropped). */
+  resultText: string;
+  isError: boolean;
+  resultTimestamp?: number;
+  /** Occurrence key `id@resultTimestamp` (bare id without a result timestamp). */
+  key: string;
+}
+
+export interface Batch {
+  turnIndex: number;
+  timestamp: number;
+  /** Text blocks of the assistant message(s), trimmed. */
+  assistantText: string;
+  calls: CapturedCall[];
+  /** 1-based count of user messages before the batch (agent-message grouping). */
+  userTurnGroup: number;
+  /**
+   * The live flush this batch would have been part of: the number of text-only assistant replies
+   * before it (the extension flushes at each final reply).
+   */
+  flushGroup: number;
+}
+
+export interface CaptureResult {
+  batches: Batch[];
+  /** Answered calls skipped because they are protected. */
+  protectedCalls: number;
+  /** Calls on the branch that are already indexed or aliased. */
+  alreadyIndexed: number;
+  /** Calls with no result yet (left for a later run). */
+  unanswered: number;
+}
+
+/** Text of a tool result as the extension extracts it: text blocks joined with "\n". */
+export function resultTextOf(message: Pick<ToolResultMessage, "content">): string {
+  return Array.isArray(message.content) ? textOf(message.content) : "";
+}
+
+function isTextOnlyAssistant(m: AssistantMessage): boolean {
+  return !Array.isArray(m.content) || !m.content.some((b) => b?.type === "toolCall");
+}
+
+/**
+ * Capture batches from a branch (root → leaf).
+ *
+ * Only assistant messages that are in the model's context (after the latest compaction's kept
+ * boundary) yield batches: summarizing what Pi no longer sends would only add context.
+ */
+export function captureBatches(
+  branch: SessionEntry[],
+  indexer: ToolCallIndexer,
+  isProtected: ProtectionTest,
+  mode: BatchingMode,
+): CaptureResult {
+  const inContext = new Set(buildContextEntries(branch));
+  const messages: { entry: SessionEntry; role: string; message: unknown }[] = [];
+  for (const entry of branch) {
+    if (entry.type !== "message") continue;
+    const message = entry.message as { role?: unknown } | undefined;
+    if (!message || typeof message.role !== "string") continue;
+    messages.push({ entry, role: message.role, message });
+  }
+
+  const raw: Batch[] = [];
+  let turnCounter = 0;
+  let userTurnGroup = 0;
+  let flushGroup = 0;
+  let protectedCalls = 0;
+  let alreadyIndexed = 0;
+  let unanswered = 0;
+  for (let i = 0; i < messages.length; i++) {
+    const { entry, role, message } = messages[i];
+    if (role === "user") {
+      userTurnGroup++;
+      continue;
+    }
+    if (role !== "assistant") continue;
+    const assistant = message as AssistantMessage;
+    const turnIndex = turnCounter++;
+    if (isTextOnlyAssistant(assistant)) {
+      flushGroup++;
+      continue;
+    }
+    // Results of this message: up to the next assistant; the first result per id wins.
+    const results = new Map<string, ToolResultMessage>();
+    for (let j = i + 1; j < messages.length && messages[j].role !== "assistant"; j++) {
+      if (messages[j].role !== "toolResult") continue;
+      const r = messages[j].message as ToolResultMessage;
+      if (typeof r.toolCallId === "string" && !results.has(r.toolCallId)) results.set(r.toolCallId, r);
+    }
+    const calls: CapturedCall[] = [];
+    const seenIds = new Set<string>();
+    for (const block of assistant.content) {
+      if (block?.type !== "toolCall" || typeof block.id !== "string" || !block.id) continue;
+      if (seenIds.has(block.id)) continue; // a second call with the same id in one message has no result of its own
+      seenIds.add(block.id);
+      const result = results.get(block.id);
+      if (!result) {
+        unanswered++;
+        continue;
+      }
+      const resultTimestamp = typeof result.timestamp === "number" ? result.timestamp : undefined;
+      const key = occurrenceKey(block.id, resultTimestamp);
+      if (indexer.isSummarized(key)) {
+        alreadyIndexed++;
+        continue;
+      }
+      const args = block.arguments ?? {};
+      if (isProtected(block.name, args)) {
+        protectedCalls++;
+        continue;
+      }
+      calls.push({
+        toolCallId: block.id,
+        toolName: block.name,
+        args,
+        resultText: resultTextOf(result),
+        isError: result.isError === true,
+        ...(resultTimestamp !== undefined ? { resultTimestamp } : {}),
+        key,
+      });
+    }
+    if (calls.length === 0 || !inContext.has(entry)) continue;
+    const persisted = Date.parse(entry.timestamp);
+    raw.push({
+      turnIndex,
+      timestamp: Number.isNaN(persisted) ? (typeof assistant.timestamp === "number" ? assistant.timestamp : 0) : persisted,
+      assistantText: assistant.content
+        .filter((b) => b?.type === "text")
+        .map((b) => (b as { text: string }).text)
+        .join("\n")
+        .trim(),
+      calls,
+      userTurnGroup,
+      flushGroup,
+    });
+  }
+  const trimmed = trimToFrontier(raw, indexer.frontier);
+  return { batches: groupByMode(trimmed, mode), protectedCalls, alreadyIndexed, unanswered };
+}
+
+/**
+ * Drop what lies at or behind the frontier (the extension's `trimBatchToPendingRange`): batches of
+ * earlier turns go; in the frontier's own turn, calls up to and including the frontier call go.
+ */
+export function trimToFrontier(batches: Batch[], frontier: FrontierData | null): Batch[] {
+  if (!frontier) return batches;
+  const out: Batch[] = [];
+  for (const batch of batches) {
+    if (batch.turnIndex < frontier.lastAttemptedTurnIndex) continue;
+    if (batch.turnIndex > frontier.lastAttemptedTurnIndex) {
+      out.push(batch);
+      continue;
+    }
+    const at = batch.calls.findIndex((c) => c.toolCallId === frontier.lastAttemptedToolCallId);
+    if (at < 0) out.push(batch);
+    else if (at < batch.calls.length - 1) out.push({ ...batch, calls: batch.calls.slice(at + 1) });
+  }
+  return out;
+}
+
+/**
+ * `turn`: one batch per assistant message. `agent-message`: consecutive batches of one user turn
+ * merge; texts joined with a blank line, calls concatenated, turnIndex and timestamp of the last.
+ */
+export function groupByMode(batches: Batch[], mode: BatchingMode): Batch[] {
+  if (mode === "turn") return batches;
+  const out: Batch[] = [];
+  for (const batch of batches) {
+    const last = out[out.length - 1];
+    if (last && last.userTurnGroup === batch.userTurnGroup && last.flushGroup === batch.flushGroup) {
+      out[out.length - 1] = {
+        ...batch,
+        assistantText: [last.assistantText, batch.assistantText].filter((t) => t !== "").join("\n\n"),
+        calls: [...last.calls, ...batch.calls],
+      };
+    } else out.push({ ...batch });
+  }
+  return out;
+}

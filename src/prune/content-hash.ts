@@ -1,0 +1,21 @@
+/**
+ * Content-hash dedup key (seeds/PRUNING.md "Content-hash dedup"; SPEC.md section 6 step 4):
+ * `sha1(toolName + "\0" + normalize(resultText))`, normalize = CRLF → LF, trailing whitespace
+ * stripped per line, whole text trimmed.
+ */
+import { createHash } from "node:crypto";
+
+/** The seed's conservative normalization; internal whitespace and case are kept. */
+export function normalizeResult(text: string): string {
+  return text
+    .replace(/\r\n/g, "\n")
+    .split("\n")
+    .map((line) => line.replace(/[ \t]+$/, ""))
+    .join("\n")
+    .trim();
+}
+
+/** Hex SHA-1 of tool name, NUL, normalized result text. */
+export function contentHash(toolName: string, resultText: string): string {
+  return createHash("sha1").update(`${toolName}\0${normalizeResult(resultText)}`).digest("hex");
+}

@@ -1,0 +1,46 @@
+/**
+ * `pruneMessages` (SPEC.md section 7): the context Pi would send once the pruner has run, in four
+ * phases — stub-replace, error purge, chain-range prune, orphan sweep. A render that changes
+ * nothing returns the very same array.
+ */
+import type { PruneConfig } from "../config/config.js";
+import type { ToolCallIndexer } from "../prune/indexer.js";
+import type { ProtectionTest } from "../prune/protect.js";
+import type { DiagnosticData } from "../prune/types.js";
+import type { AgentMessage } from "../session/types.js";
+import { stubReplace } from "./stub-replace.js";
+
+export interface PruneContext {
+  indexer: ToolCallIndexer;
+  config: PruneConfig;
+  isProtected: ProtectionTest;
+}
+
+export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";
+
+export interface PhaseResult {
+  phase: PhaseName;
+  messages: AgentMessage[];
+}
+
+/** A diagnostic found while rendering, with the key it is deduplicated by (seeds/PRUNING.md "Diagnostics"). */
+export interface RenderDiagnostic extends DiagnosticData {
+  dedupKey: string;
+}
+
+export interface PruneResult {
+  /** The final messages: the input array itself when nothing changed. */
+  messages: AgentMessage[];
+  /** Each phase's output, in order. */
+  phases: PhaseResult[];
+  diagnostics: RenderDiagnostic[];
+}
+
+/** Run the four phases in order. */
+export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): PruneResult {
+  const phases: PhaseResult[] = [];
+  const diagnostics: RenderDiagnostic[] = [];
+  const current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns);
+  phases.push({ phase: "stub-replace", messages: current });
+  return { messages: current, phases, diagnostics };
+}

@@ -1,0 +1,28 @@
+/**
+ * Writing spill sidecars and whole files atomically: a temporary file in the same folder, fsync,
+ * then rename, so a reader never sees a half-written file.
+ */
+import { mkdir, open, rename, rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+
+/**
+ * Write `data` to `path` atomically (creating its folder).
+ * @throws NodeJS.ErrnoException on I/O failure (the temporary file is removed)
+ */
+export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
+  try {
+    const handle = await open(tmp, "wx");
+    try {
+      await handle.writeFile(data);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await rename(tmp, path);
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+}

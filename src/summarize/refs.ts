@@ -1,0 +1,50 @@
+/**
+ * From a summarizer answer to the summary message (SPEC.md section 6 step 6; seeds/PRUNING.md
+ * "How the Model Re-reads Raw Outputs"): `[[N:toolname]]` labels become inline `` `tN` `` refs when
+ * both the number and the tool name match the batch; other labels are removed; fenced code is left
+ * alone; a footer lists every ref and how to recover it.
+ */
+import type { SummaryToolCallRef } from "../prune/types.js";
+
+const LEADING_LABEL = /^(\s*(?:[-*]\s+)?)\[\[(\d+):([^\]\n]*)\]\]\s*/;
+const ANY_LABEL = /\[\[\d+:[^\]\n]*\]\]\s*/g;
+
+/**
+ * Replace line-leading labels with refs and strip every other label.
+ * @param text the summarizer's answer
+ * @param refs refs of the batch's calls, in label order (label N ↔ refs[N-1])
+ * @param toolNames tool names of the batch's calls, in label order
+ */
+export function substituteInlineRefs(text: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
+  let inFence = false;
+  return text
+    .split("\n")
+    .map((line) => {
+      if (line.trimStart().startsWith("```")) {
+        inFence = !inFence;
+        return line;
+      }
+      if (inFence) return line;
+      const replaced = line.replace(LEADING_LABEL, (_m, prefix: string, n: string, name: string) => {
+        const i = Number(n) - 1;
+        const expected = toolNames[i];
+        if (refs[i] && expected !== undefined && name.trim().toLowerCase() === expected.trim().toLowerCase()) {
+          return `${prefix}\`${refs[i].shortId}\` `;
+        }
+        return prefix;
+      });
+      return replaced.replace(ANY_LABEL, "");
+    })
+    .join("\n");
+}
+
+/** The footer appended to every summary: the refs and how to get the full outputs back. */
+export function summaryFooter(refs: SummaryToolCallRef[]): string {
+  const list = refs.map((r) => `\`${r.shortId}\``).join(", ");
+  return `\n\n---\nPruned tool outputs: ${list}\nFull original outputs: call \`context_tree_query\` with these refs (or run \`condense query <ref>\`).`;
+}
+
+/** Answer → summary message text: refs substituted, footer appended. */
+export function composeSummary(answer: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
+  return substituteInlineRefs(answer, refs, toolNames) + summaryFooter(refs);
+}

@@ -1,0 +1,45 @@
+/**
+ * The summarizer contract shared by the deterministic summarizer and model-backed ones.
+ */
+
+/** One tool call as the summarizer sees it. */
+export interface SummaryCall {
+  toolName: string;
+  args: unknown;
+  resultText: string;
+  isError: boolean;
+}
+
+/** A batch to summarize: the assistant's prose and its calls, labelled `[[1:name]]`, `[[2:name]]`, … */
+export interface SummaryBatch {
+  assistantText: string;
+  calls: SummaryCall[];
+}
+
+export interface SummarizerUsage {
+  input: number;
+  output: number;
+  /** USD. */
+  cost: number;
+}
+
+export type SummarizerResult =
+  | { ok: true; text: string; usage?: SummarizerUsage }
+  | {
+      ok: false;
+      /** `auth` and `unusable` never trigger the outage fallback; `transient` does. */
+      kind: "auth" | "unusable" | "transient" | "aborted";
+      reason: string;
+      usage?: SummarizerUsage;
+    };
+
+export interface Summarizer {
+  /** Shown in reports: "deterministic" or "provider/model". */
+  readonly name: string;
+  /** True when calls cost nothing and need no network (the deterministic summarizer). */
+  readonly local: boolean;
+  /** Summarize one batch; the answer uses `[[N:toolname]]` labels at the start of each call's first bullet. */
+  summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult>;
+  /** Fuse several per-batch summaries of one closed chain into one (SPEC.md section 6 step 8). */
+  fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult>;
+}
