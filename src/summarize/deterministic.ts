@@ -88,7 +88,8 @@ function header(call: SummaryCall, label: number): string {
   const arg = keyArgument(call.args);
   const exit = EXIT_CODE.exec(call.resultText.slice(-4000));
   const status = call.isError ? "ERROR" : "OK";
-  const size = `${call.resultText.length.toLocaleString("en-US")} chars, ${lineCount(call.resultText).toLocaleString("en-US")} lines`;
+  const lines = lineCount(call.resultText);
+  const size = `${call.resultText.length.toLocaleString("en-US")} chars, ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"}`;
   const facts = [status, exit ? `exit ${exit[1]}` : undefined, size].filter(Boolean).join(", ");
   return `- [[${label}:${call.toolName}]] ${call.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""} — ${facts}`;
 }
