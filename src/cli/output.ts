@@ -5,7 +5,6 @@
  */
 import { Chalk, type ChalkInstance } from "chalk";
 import Table from "cli-table3";
-import ora, { type Ora } from "ora";
 
 export interface OutputOptions {
   json?: boolean;
@@ -57,10 +56,13 @@ export class Output {
     this.stderr.write(`${this.ce.red("error:")} ${text}\n`);
   }
 
-  /** A spinner on a TTY stderr (not with --json or --quiet); otherwise null. */
-  spinner(text: string): Ora | null {
+  /**
+   * A spinner on a TTY stderr (not with --json or --quiet); otherwise null. `ora` is loaded on
+   * first use, so commands that never show one do not pay for it at start-up.
+   */
+  spinner(text: string): Spinner | null {
     if (this.json || this.quiet || !this.stderr.isTTY) return null;
-    return ora({ text, stream: this.stderr as NodeJS.WritableStream & { isTTY: boolean } }).start();
+    return new Spinner(text, this.stderr);
   }
 
   /** A table rendered to a string; header cells are bold on a TTY. */
@@ -81,4 +83,34 @@ function colorLevel(stream: { isTTY?: boolean }): 0 | 1 | 2 | 3 {
   if ("NO_COLOR" in process.env && process.env.NO_COLOR !== "") return 0;
   if (force === "0" || force === "false") return 0;
   return stream.isTTY ? 1 : 0;
+}
+
+/** A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. */
+export class Spinner {
+  private ora: { text: string; stop(): unknown; start(): unknown } | null = null;
+  private stopped = false;
+  private current: string;
+
+  constructor(text: string, stream: NodeJS.WritableStream) {
+    this.current = text;
+    void import("ora").then(({ default: ora }) => {
+      if (this.stopped) return;
+      this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean } });
+      this.ora.start();
+    });
+  }
+
+  get text(): string {
+    return this.current;
+  }
+
+  set text(value: string) {
+    this.current = value;
+    if (this.ora) this.ora.text = value;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.ora?.stop();
+  }
 }

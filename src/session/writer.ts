@@ -9,7 +9,6 @@
  */
 import { createHash } from "node:crypto";
 import { open, stat } from "node:fs/promises";
-import lockfile from "proper-lockfile";
 import type { Session } from "./session.js";
 import type { SessionEntry } from "./types.js";
 
@@ -98,6 +97,7 @@ export async function appendEntries(
   if (entries.length === 0) return 0;
   let release: (() => Promise<void>) | undefined;
   try {
+    const { default: lockfile } = await import("proper-lockfile");
     release = await lockfile.lock(session.path, { retries: { retries: 5, minTimeout: 50, maxTimeout: 500 }, stale: 30_000 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ELOCKED") throw new FileLockedError(session.path);

@@ -86,7 +86,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       return;
     }
     for (const f of failures) out.error(f.error);
-    if (results.length > 0 && !options.quiet) out.print(formatReport(results, out));
+    if (results.length > 0) out.print(formatReport(results, out));
   });
 }
 
