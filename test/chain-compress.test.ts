@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { readFileSync, statSync } from "node:fs";
+import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { projectBranch } from "../src/context/projection.js";
@@ -13,7 +14,11 @@ import { CUSTOM_TYPES } from "../src/prune/types.js";
 import { applyChainCompressions } from "../src/render/chain-range-prune.js";
 import { pruneMessages, type RenderDiagnostic } from "../src/render/prune-messages.js";
 import { renderBranch } from "../src/render/render.js";
-import { cleanupTempDirs, dataOf, firstTextOf, NOW_MS, runCli, runFixture } from "./chain-fixtures.js";
+import { planRun } from "../src/prune/plan.js";
+import { loadSession } from "../src/session/session.js";
+import { deterministicSummarizer } from "../src/summarize/deterministic.js";
+import type { Summarizer } from "../src/summarize/types.js";
+import { cleanupTempDirs, dataOf, FIXTURES, firstTextOf, NOW_MS, runCli, runFixture, tempCopy } from "./chain-fixtures.js";
 
 afterAll(cleanupTempDirs);
 
@@ -234,6 +239,26 @@ describe("a chain no summary covers (behind the live extension's frontier)", () 
     const size = statSync(run.path).size;
     expect(await runCli(["run", run.path, "--quiet", ...SPILL])).toBe(0);
     expect(statSync(run.path).size).toBe(size);
+  });
+});
+
+describe("a chain whose batch failed to summarize", () => {
+  it("waits for a later run instead of dropping an output nothing indexed", async () => {
+    const session = await loadSession(tempCopy(path.join(FIXTURES, "five-closed-chains.jsonl")));
+    const flaky: Summarizer = {
+      ...deterministicSummarizer,
+      name: "flaky",
+      async summarizeBatch(batch) {
+        if (batch.calls.some((c) => c.toolName === "bash" && (c.args as { command?: string }).command === "npm run build")) {
+          return { ok: false, kind: "transient", reason: "overloaded" };
+        }
+        return deterministicSummarizer.summarizeBatch(batch);
+      },
+    };
+    const plan = await planRun(session, { config: defaultConfig(), summarizer: flaky, concurrency: 2, nowMs: NOW_MS, targetPath: session.path });
+    expect(plan.report.batches.failed).toBe(1);
+    expect(plan.report.chains).toEqual({ compressed: 1, rangesSummarized: 0, backfilledCalls: 2, waiting: 1 });
+    expect(dataOf(plan.entries, CUSTOM_TYPES.chain)).toMatchObject([{ blockId: "b1", startUserTimestamp: T(7), bodySource: "deterministic" }]);
   });
 });
 

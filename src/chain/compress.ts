@@ -50,6 +50,11 @@ export interface CompressOptions {
   /** Session file the entries go to: sidecars of back-filled spills live beside it. */
   targetPath: string;
   sessionId: string;
+  /**
+   * Occurrence keys of calls whose batch failed to summarize in this run: a chain holding one waits
+   * for a later run rather than dropping an output nothing indexed.
+   */
+  pendingKeys?: Set<string>;
   /** `kind\0detail` of diagnostics already on the branch: never written twice. */
   existingDiagnostics?: Set<string>;
   signal?: AbortSignal;
@@ -66,7 +71,7 @@ export interface CompressResult {
   rangesSummarized: number;
   /** Tool calls back-filled into the index. */
   backfilledCalls: number;
-  /** Chains held back because they hold a `context_tree_query` result inside the recovery grace window. */
+  /** Chains held back: a `context_tree_query` result inside the recovery grace window, or a failed batch. */
   waiting: number;
   usage: SummarizerUsage;
   /** Model calls made for fusion (0 with the deterministic summarizer). */
@@ -233,8 +238,10 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     modelCalls: 0,
   };
   const messages = items.map((i) => i.message);
-  const { eligible, waiting } = selectEligibleChains(messages, indexer, config, options.isProtected);
-  result.waiting = waiting;
+  const selected = selectEligibleChains(messages, indexer, config, options.isProtected);
+  const pending = options.pendingKeys ?? new Set<string>();
+  const eligible = selected.eligible.filter((c) => !c.middleOccurrenceKeys.some((k) => pending.has(k)));
+  result.waiting = selected.waiting + selected.eligible.length - eligible.length;
   if (eligible.length === 0) return result;
 
   // Fusion inputs depend only on the per-batch summaries, so every call can start now.

@@ -14,7 +14,7 @@ import type { Session } from "../session/session.js";
 import type { SessionEntry } from "../session/types.js";
 import { chainEntries, type NewEntry } from "../session/writer.js";
 import type { Summarizer, SummarizerUsage } from "../summarize/types.js";
-import { captureBatches } from "./capture.js";
+import { captureBatches, type Batch } from "./capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type Sidecar } from "./flush.js";
 import { ToolCallIndexer } from "./indexer.js";
 import { protectionTest } from "./protect.js";
@@ -102,6 +102,7 @@ export async function planRun(session: Session, options: PlanOptions): Promise<R
         targetPath: options.targetPath,
         sessionId: session.id,
         existingDiagnostics: existingDiagnostics(session.branch),
+        pendingKeys: failedKeys(capture.batches, flush.outcomes),
         signal: options.signal,
       })
     : null;
@@ -174,6 +175,12 @@ export async function planRun(session: Session, options: PlanOptions): Promise<R
     sidecars: sidecars.length,
   };
   return { entries, sidecars, outcomes: flush.outcomes, report, afterBranch };
+}
+
+/** Occurrence keys of the captured calls whose batch failed to summarize. */
+function failedKeys(batches: Batch[], outcomes: BatchOutcome[]): Set<string> {
+  const failed = new Set(outcomes.filter((o) => o.outcome === "failed").map((o) => o.turnIndex));
+  return new Set(batches.filter((b) => failed.has(b.turnIndex)).flatMap((b) => b.calls.map((c) => c.key)));
 }
 
 /** `kind\0detail` of the `context-prune-diagnostic` entries already on a branch. */
