@@ -1,7 +1,8 @@
 /**
  * The main job for one session, computed in memory (SPEC.md sections 5 and 6): rebuild the index
- * from existing entries, capture, flush, then the bookkeeping tail — frontier, stats, flush
- * metrics. Nothing is written here; `run` writes the sidecars and appends `entries`.
+ * from existing entries, capture, flush, chain compression, then the bookkeeping tail — frontier,
+ * stats, flush metrics, new diagnostics. Nothing is written here; `run` writes the sidecars and
+ * appends `entries`.
  */
 import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { PruneConfig } from "../config/config.js";
