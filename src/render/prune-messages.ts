@@ -8,6 +8,7 @@ import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { DiagnosticData } from "../prune/types.js";
 import type { AgentMessage } from "../session/types.js";
+import { applyChainCompressions } from "./chain-range-prune.js";
 import { stubReplace } from "./stub-replace.js";
 
 export interface PruneContext {
@@ -40,7 +41,9 @@ export interface PruneResult {
 export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): PruneResult {
   const phases: PhaseResult[] = [];
   const diagnostics: RenderDiagnostic[] = [];
-  const current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns);
+  let current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns);
   phases.push({ phase: "stub-replace", messages: current });
+  current = applyChainCompressions(current, ctx, diagnostics);
+  phases.push({ phase: "chain-range-prune", messages: current });
   return { messages: current, phases, diagnostics };
 }
