@@ -20,7 +20,7 @@ const NOTABLE: RegExp[] = [
   /\b[A-Za-z]*(Error|Exception)\b:|\berror(\[\w+\])?:|\bpanic(ked)?\b|\bfatal\b|Traceback|segmentation fault/i,
   /^\s*(FAIL|not ok)\b|✗|✘|×|^\s*● |\bfail(ed|ing|ure)?\b/i,
   /exit(ed)? (with )?(code|status)|exit code/i,
-  /\b(cannot|can't|could not|not found|no such file|denied|refused|timed? ?out|assert(ion)?|warning)\b/i,
+  /\b(errors?|cannot|can't|could not|not found|no such file|denied|refused|timed? ?out|assert(ion)?|warning)\b/i,
   /(?:^|[\s(])(?:\.{0,2}\/)?[\w.@-]+(?:\/[\w.@-]+)*\.[A-Za-z]\w*:\d+/,
 ];
 /** Lines that only decorate (rules, box drawing). */
