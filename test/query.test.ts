@@ -3,7 +3,7 @@
  * first), head truncation (Pi's own truncateHead as the oracle), sidecars, exit codes, the default
  * session, and the block and JSON formats.
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import type { ToolCallRecord } from "../src/prune/types.js";
 import { formatQueryBlock, lookupRef, recordBody, shownOutput } from "../src/query/query.js";
 import { MAX_BYTES, MAX_LINES, truncateHead } from "../src/query/truncate.js";
 import { loadSession } from "../src/session/session.js";
-import { fixture, REPO, runCli, tempDir } from "./render-support.js";
+import { fixture, REPO, runCli, tempDir, writeSession } from "./render-support.js";
 
 const T = 1767225600000;
 const FAIL = "FAIL src/app.test.ts\n  ✕ adds numbers (4 ms)\n\n  Expected: 3\n  Received: 4\n\nTests: 1 failed, 11 passed, 12 total\n";
@@ -146,25 +146,6 @@ describe("formatQueryBlock", () => {
     expect(out.endsWith("\nl1999\n[Output truncated: 2000/2001 lines shown]")).toBe(true);
   });
 });
-
-/** A session whose one tool turn has the given outputs (one call each), for `run` to index. */
-function writeSession(file: string, outputs: string[], cwd = "/home/user/project"): void {
-  const lines: unknown[] = [{ type: "session", version: 3, id: "0f0000aa-0000-7000-8000-0000000000aa", timestamp: "2026-01-01T00:00:00.000Z", cwd }];
-  let parentId: string | null = null;
-  let n = 0;
-  const add = (message: Record<string, unknown>) => {
-    const id = (++n).toString(16).padStart(8, "0");
-    lines.push({ type: "message", id, parentId, timestamp: new Date(message.timestamp as number).toISOString(), message });
-    parentId = id;
-  };
-  const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
-  const meta = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5", usage };
-  add({ role: "user", content: "Dump the logs.", timestamp: T + 1000 });
-  add({ role: "assistant", content: outputs.map((_, i) => ({ type: "toolCall", id: `bash_${i}`, name: "bash", arguments: { command: `cat log${i}.txt` } })), ...meta, stopReason: "toolUse", timestamp: T + 2000 });
-  outputs.forEach((text, i) => add({ role: "toolResult", toolCallId: `bash_${i}`, toolName: "bash", content: [{ type: "text", text }], isError: false, timestamp: T + 3000 + i }));
-  add({ role: "assistant", content: [{ type: "text", text: "Done." }], ...meta, stopReason: "stop", timestamp: T + 4000 });
-  writeFileSync(file, lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
-}
 
 describe("condense query", () => {
   let tmp: ReturnType<typeof tempDir>;

@@ -3,7 +3,7 @@
  * transformation as the oracle for orphan results and unanswered calls, and capturing what the CLI
  * prints.
  */
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { transformMessages } from "@earendil-works/pi-ai/api/transform-messages";
@@ -97,4 +97,26 @@ export async function runCli(args: string[], env: Record<string, string> = {}): 
       else process.env[k] = v;
     }
   }
+}
+
+/** The fixtures' time base: 2026-01-01T00:00:00.000Z. */
+export const BASE_MS = 1767225600000;
+
+/** A session whose one tool turn has the given outputs (one call each), for `run` to index. */
+export function writeSession(file: string, outputs: string[], cwd = "/home/user/project"): void {
+  const lines: unknown[] = [{ type: "session", version: 3, id: "0f0000aa-0000-7000-8000-0000000000aa", timestamp: "2026-01-01T00:00:00.000Z", cwd }];
+  let parentId: string | null = null;
+  let n = 0;
+  const add = (message: Record<string, unknown>) => {
+    const id = (++n).toString(16).padStart(8, "0");
+    lines.push({ type: "message", id, parentId, timestamp: new Date(message.timestamp as number).toISOString(), message });
+    parentId = id;
+  };
+  const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+  const meta = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5", usage };
+  add({ role: "user", content: "Dump the logs.", timestamp: BASE_MS + 1000 });
+  add({ role: "assistant", content: outputs.map((_, i) => ({ type: "toolCall", id: `bash_${i}`, name: "bash", arguments: { command: `cat log${i}.txt` } })), ...meta, stopReason: "toolUse", timestamp: BASE_MS + 2000 });
+  outputs.forEach((text, i) => add({ role: "toolResult", toolCallId: `bash_${i}`, toolName: "bash", content: [{ type: "text", text }], isError: false, timestamp: BASE_MS + 3000 + i }));
+  add({ role: "assistant", content: [{ type: "text", text: "Done." }], ...meta, stopReason: "stop", timestamp: BASE_MS + 4000 });
+  writeFileSync(file, lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
 }
