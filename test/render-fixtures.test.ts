@@ -177,7 +177,7 @@ describe("a thinking block with a signature in the last assistant message", () =
     expect(before.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "toolResult", "user"]);
     expect(after).toStrictEqual([before[0], before[1], stub("bash_1", "bash", "t1", T + 3000), before[3], before[4], before[5]]);
     const lastAssistant = rendered.afterAgent[3];
-    expect(lastAssistant).toBe((session.branch[3] as { message: unknown }).message);
+    expect(lastAssistant).toBe((session.branch[3] as unknown as { message: unknown }).message);
     const rawLine = readFileSync(fixture(name), "utf8").split("\n")[4];
     const rawMessage = rawLine.slice(rawLine.indexOf('"message":') + '"message":'.length, -1);
     expect(JSON.stringify(after[3])).toBe(rawMessage);

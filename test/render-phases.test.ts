@@ -20,7 +20,7 @@ import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } 
 import { copyTo, fixture, runCli, tempDir } from "./render-support.js";
 
 const user = (text: string, timestamp: number): AgentMessage => ({ role: "user", content: text, timestamp });
-const assistant = (calls: { id: string; name?: string; args?: Record<string, unknown> }[], timestamp: number, text?: string): AssistantMessage => ({
+const assistant = (calls: { id: string; name?: string; args?: Record<string, string> }[], timestamp: number, text?: string): AssistantMessage => ({
   role: "assistant",
   content: [
     ...(text ? [{ type: "text" as const, text }] : []),
