@@ -51,6 +51,13 @@ export function byteOffsetOfLine(bytes: Buffer, line: number): number {
   return offset;
 }
 
+/** Byte offset of the start of every line (index 0 = line 1), counted from the raw bytes. */
+export function lineStarts(bytes: Buffer): number[] {
+  const starts = [0];
+  for (let nl = bytes.indexOf(0x0a); nl !== -1; nl = bytes.indexOf(0x0a, nl + 1)) starts.push(nl + 1);
+  return starts;
+}
+
 /** 1-based numbers of non-blank lines that JSON.parse rejects, found independently of the reader. */
 export function unparseableLines(file: string): number[] {
   const lines = readFileSync(file, "utf8").split("\n");

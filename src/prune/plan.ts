@@ -1,13 +1,14 @@
 /**
  * The main job for one session, computed in memory (SPEC.md sections 5 and 6): rebuild the index
  * from existing entries, capture, flush, chain compression, then the bookkeeping tail — frontier,
- * stats, flush metrics, new diagnostics. Nothing is written here; `run` writes the sidecars and
- * appends `entries`.
+ * stats, flush metrics — then any diagnostics not recorded yet. Nothing is written here; `run`
+ * writes the sidecars and appends `entries`.
  */
 import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { PruneConfig } from "../config/config.js";
 import { branchMessages } from "../context/branch-messages.js";
 import { projectBranch } from "../context/projection.js";
+import { unrecordedDiagnostics } from "../render/diagnostics.js";
 import { renderBranch } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
@@ -134,10 +135,19 @@ export async function planRun(session: Session, options: PlanOptions): Promise<R
     );
   }
   payloads.push(...(chains?.diagnostics ?? []));
-  const entries = chainEntries(session, payloads, new Date(options.nowMs).toISOString());
-  const afterBranch = [...session.branch, ...entries];
-  const after = entries.length > 0 ? renderBranch(afterBranch, config) : before;
   const sidecars = [...flush.sidecars, ...(chains?.sidecars ?? [])];
+  const nowIso = new Date(options.nowMs).toISOString();
+  let entries = chainEntries(session, payloads, nowIso);
+  const after = entries.length > 0 ? renderBranch([...session.branch, ...entries], config) : before;
+  // Diagnostics of the rendered result that the branch does not record yet go last. Re-chaining
+  // gives the entries before them the same ids (ids are deterministic), and custom entries do not
+  // change the render.
+  const diagnostics = unrecordedDiagnostics(session.branch, after.diagnostics);
+  if (diagnostics.length > 0) {
+    for (const data of diagnostics) payloads.push({ type: "custom", customType: CUSTOM_TYPES.diagnostic, data });
+    entries = chainEntries(session, payloads, nowIso);
+  }
+  const afterBranch = [...session.branch, ...entries];
   const count = (k: BatchOutcome["outcome"]) => flush.outcomes.filter((o) => o.outcome === k).length;
   const report: RunReport = {
     session: session.path,
