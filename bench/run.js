@@ -244,7 +244,7 @@ const sections = [
       console.log("\n[read+project, ~100 MB] skipped: no source session");
       return;
     }
-    const file = path.join(os.tmpdir(), `condense-bench-${process.pid}.jsonl`);
+    const file = path.join(os.tmpdir(), `condense-bench-run-${process.pid}.jsonl`);
     c.tempFiles.push(file);
     const t0 = performance.now();
     const built = buildBigSession(c.largest, file, 100 * 1024 * 1024);

@@ -29,18 +29,18 @@ if (!present) {
 const files = present ? readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).sort() : [];
 const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
 
-/** The one line each gjc file loses to a broken secret mask (1-based). */
-const GJC_BAD_LINE: Record<string, number> = {
-  "gjc-01-youtube-transcript-extraction.v3.jsonl": 60,
-  "gjc-02-inline-agent-design.v3.jsonl": 118,
-  "gjc-03-raddit-dashboard-pr.v3.jsonl": 31,
-  "gjc-04-awesome-agent-ide.v3.jsonl": 44,
+/** The one line each gjc file loses to a broken secret mask: [1-based line, byte offset of its start]. */
+const GJC_BAD: Record<string, [number, number]> = {
+  "gjc-01-youtube-transcript-extraction.v3.jsonl": [60, 147037],
+  "gjc-02-inline-agent-design.v3.jsonl": [118, 353618],
+  "gjc-03-raddit-dashboard-pr.v3.jsonl": [31, 29373],
+  "gjc-04-awesome-agent-ide.v3.jsonl": [44, 286466],
 };
 
-/** Lines holding two glued JSON objects (SOURCES.md). */
-const GLUED_LINE: Record<string, number> = {
-  "pimono-compact-hooks.v1.jsonl": 1013,
-  "pimono-custom-tool-session.v1.jsonl": 440,
+/** Lines holding two glued JSON objects (SOURCES.md): [line, byte offset]. */
+const GLUED: Record<string, [number, number]> = {
+  "pimono-compact-hooks.v1.jsonl": [1013, 1606828],
+  "pimono-custom-tool-session.v1.jsonl": [440, 918629],
 };
 
 const sharedPath = (name: string) => path.join(SHARED_SESSIONS, name);
@@ -85,8 +85,8 @@ describe.skipIf(!present)("oracle: our projection equals Pi 1.6's on every share
       const { agentMessages, llm } = ourContext(session);
 
       expect(session.problems).toEqual([]);
-      const badLine = GJC_BAD_LINE[name] ?? GLUED_LINE[name];
-      expect(session.warnings.map((w) => w.line)).toEqual(badLine === undefined ? [] : [badLine]);
+      const bad = GJC_BAD[name] ?? GLUED[name];
+      expect(session.warnings.map((w) => w.line)).toEqual(bad === undefined ? [] : [bad[0]]);
       expect(llm.length).toBeGreaterThan(0);
       expectSameMessages(agentMessages, piAgent, `${name} (agent messages)`);
       expectSameMessages(llm, piLlm, `${name} (LLM messages)`);
@@ -141,7 +141,7 @@ describe.skipIf(!present)("oracle: our projection equals Pi 1.6's on every share
     expectSameMessages(llm, piLlm, HEADERLESS);
   });
 
-  for (const [name, line] of Object.entries(GJC_BAD_LINE)) {
+  for (const [name, [line, offset]] of Object.entries(GJC_BAD)) {
     it(`${name}: the one malformed line is reported at line ${line}`, async () => {
       const file = sharedPath(name);
       expect(unparseableLines(file)).toEqual([line]);
@@ -151,12 +151,13 @@ describe.skipIf(!present)("oracle: our projection equals Pi 1.6's on every share
       expect(w.kind).toBe("malformed-line");
       expect(w.line).toBe(line);
       expect(w.offset).toBe(byteOffsetOfLine(readFileSync(file), line));
+      expect(w.offset).toBe(offset);
       expect(w.file).toBe(file);
       expect(w.message).toBe("line is not valid JSON; skipped, as Pi skips it");
     });
   }
 
-  for (const [name, line] of Object.entries(GLUED_LINE)) {
+  for (const [name, [line, knownOffset]] of Object.entries(GLUED)) {
     it(`${name}: glued objects on line ${line} are reported with their byte offset`, async () => {
       const file = sharedPath(name);
       const bytes = readFileSync(file);
@@ -168,6 +169,7 @@ describe.skipIf(!present)("oracle: our projection equals Pi 1.6's on every share
       expect(w.line).toBe(line);
       const offset = byteOffsetOfLine(bytes, line);
       expect(w.offset).toBe(offset);
+      expect(w.offset).toBe(knownOffset);
       // The offset really is the start of the line: preceded by a newline, begins an object.
       expect(bytes[offset - 1]).toBe(0x0a);
       expect(String.fromCharCode(bytes[offset])).toBe("{");

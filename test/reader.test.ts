@@ -676,3 +676,22 @@ describe("CLI", () => {
     expect(doc.sessions[0]).toMatchObject({ entries: 3, branchEntries: 2, contextMessages: 2 });
   });
 });
+
+describe("a JSON value before the header", () => {
+  it("counts as Pi's first entry: the file has no header and writing commands refuse", async () => {
+    const raw = await readSessionFile(fx("bad-number-before-header.jsonl"));
+    expect(raw.header).toBeNull();
+    expect(raw.problems).toEqual([
+      {
+        kind: "missing-header",
+        message:
+          'no session header: the first entry (line 1, a JSON number) should be {"type":"session","id",...}; Pi refuses to open such a file',
+      },
+    ]);
+    expect(raw.warnings.map((w) => [w.kind, w.line])).toEqual([
+      ["not-an-object", 1],
+      ["duplicate-header", 2],
+    ]);
+    await expect(openSession(fx("bad-number-before-header.jsonl"), "write")).rejects.toThrow(UsageError);
+  });
+});
