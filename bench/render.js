@@ -51,7 +51,14 @@ export async function benchRender({ runs: n = runs } = {}) {
     const file = path.join(tmp, largest.f);
     copyFileSync(path.join(sharedDir, largest.f), file);
     process.env.CONDENSE_NOW ??= "2026-02-01T00:00:00.000Z";
-    const code = await main(["node", "condense", "run", file, "--migrate", "--quiet"]);
+    const write = process.stdout.write;
+    process.stdout.write = () => true; // the run's report is not part of the bench output
+    let code;
+    try {
+      code = await main(["node", "condense", "run", file, "--migrate", "--quiet"]);
+    } finally {
+      process.stdout.write = write;
+    }
     if (code !== 0) throw new Error(`run exited ${code} on ${largest.f}`);
 
     const config = defaultConfig();

@@ -304,6 +304,22 @@ const sections = [
     c.summary.push(`condense --help start-up = ${ms(help)} (node alone ${ms(node)})`);
   },
 
+  async function render(c) {
+    if (!c.largest) {
+      console.log("\n[render after run] skipped: ../shared/sessions is absent");
+      return;
+    }
+    const { benchRender } = await import("./render.js");
+    const r = await benchRender({ runs: 15 });
+    console.log(`\n[render after run] ${r.session} (${mb(r.bytes)}, ${r.branchEntries} branch entries), median of ${r.runs}`);
+    table([
+      ["read (loadSession)", ms(r.readMs)],
+      ["render (renderBranch: index, projection, four phases)", ms(r.renderMs)],
+      ["render / read", ratio(r.ratio)],
+    ]);
+    c.summary.push(`render / read = ${ratio(r.ratio)}  [largest shared session after run]`);
+  },
+
   async function summary(c) {
     console.log("\n[summary]");
     for (const line of c.summary) console.log(`  ${line}`);
