@@ -145,11 +145,12 @@ export class ModelCatalog {
     if (model) return model;
     const ids = this.models(ref.provider).map((m) => m.id);
     const needle = ref.id.toLowerCase();
-    const close = ids.filter((id) => id.toLowerCase().includes(needle) || needle.includes(id.toLowerCase())).slice(0, 8);
-    const sample = close.length > 0 ? close : ids.slice(0, 8);
+    const close = ids.filter((id) => id.toLowerCase().includes(needle) || needle.includes(id.toLowerCase()));
+    const pool = close.length > 0 ? close : ids;
+    const sample = pool.slice(0, 8);
     throw new UsageError(
       `${what} ${formatModelRef(ref)}: unknown model "${ref.id}" for provider "${ref.provider}"` +
-        (sample.length > 0 ? ` (${close.length > 0 ? "similar" : "some known"} ids: ${sample.join(", ")}${ids.length > sample.length ? ", …" : ""})` : "") +
+        (sample.length > 0 ? ` (${close.length > 0 ? "similar" : "some known"} ids: ${sample.join(", ")}${pool.length > sample.length ? ", …" : ""})` : "") +
         `. List valid ids with \`pi --list-models ${ref.provider}\` or at https://pi.dev/models; add a model of your own under providers.${ref.provider}.models in models.json.`,
     );
   }

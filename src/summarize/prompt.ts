@@ -35,12 +35,16 @@ function safeCut(text: string, i: number): number {
   return i;
 }
 
+/** Cropping saves less than the marker costs below this many characters, so shorter middles stay. */
+const MIN_OMITTED = 64;
+
 /**
- * `text` unchanged when it fits in `head + tail` characters; otherwise its first `head` and last
- * `tail` characters around an {@link elisionMarker} line (surrogate pairs are never split).
+ * `text` unchanged when it fits in `head + tail` characters (plus a 64-character allowance, so a
+ * crop always saves more than its marker costs); otherwise its first `head` and last `tail`
+ * characters around an {@link elisionMarker} line (surrogate pairs are never split).
  */
 export function cropMiddle(text: string, limits: CropLimits): string {
-  if (text.length <= limits.head + limits.tail) return text;
+  if (text.length < limits.head + limits.tail + MIN_OMITTED) return text;
   const headEnd = safeCut(text, limits.head);
   const tailStart = safeCut(text, text.length - limits.tail);
   const omitted = tailStart - headEnd;
