@@ -4,6 +4,7 @@
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
 import { copyFile, readFile } from "node:fs/promises";
+import { setMaxListeners } from "node:events";
 import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
 import { loadConfig, type PruneConfig } from "../../config/config.js";
@@ -78,6 +79,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     // Ctrl-C: abort in-flight summarizer calls; a session not yet written stays untouched (exit 130).
     // A second Ctrl-C exits at once.
     const interrupt = new AbortController();
+    setMaxListeners(0, interrupt.signal); // one listener per in-flight call
     const onSigint = () => {
       if (interrupt.signal.aborted) process.exit(130);
       interrupt.abort();
