@@ -17,6 +17,7 @@
  * for the call (retries and fallback included); cost is pi-ai's (`usage.cost.total`, USD).
  */
 import { isRetryableAssistantError, retryDelayMs, type Api, type AssistantMessage, type Context, type Model, type Models, type SimpleStreamOptions, type ThinkingLevel } from "@earendil-works/pi-ai";
+import { performance } from "node:perf_hooks";
 import type { ThinkingSetting } from "../config/config.js";
 import { BATCH_INSTRUCTIONS, batchMessage, FUSION_INSTRUCTIONS, fusionMessage } from "./prompt.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
@@ -233,10 +234,16 @@ class LlmSummarizer implements Summarizer {
       }
     };
     const total = setTimeout(() => fire(`timed out: no complete answer within ${maxTimeoutMs} ms (summarizerMaxTimeoutMs)`), maxTimeoutMs);
-    let idle = setTimeout(() => fire(`timed out: no data for ${idleTimeoutMs} ms (summarizerIdleTimeoutMs)`), idleTimeoutMs);
+    // One idle timer, re-armed lazily: an event only records its time.
+    let lastEvent = performance.now();
+    const checkIdle = () => {
+      const quiet = performance.now() - lastEvent;
+      if (quiet >= idleTimeoutMs) fire(`timed out: no data for ${idleTimeoutMs} ms (summarizerIdleTimeoutMs)`);
+      else idle = setTimeout(checkIdle, idleTimeoutMs - quiet);
+    };
+    let idle = setTimeout(checkIdle, idleTimeoutMs);
     const touch = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => fire(`timed out: no data for ${idleTimeoutMs} ms (summarizerIdleTimeoutMs)`), idleTimeoutMs);
+      lastEvent = performance.now();
     };
     try {
       const streamOptions: SimpleStreamOptions = { signal: controller.signal, maxRetries: 0 };
