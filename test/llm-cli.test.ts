@@ -7,6 +7,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { progressLine } from "../src/cli/commands/run.js";
 import { main } from "../src/cli/main.js";
 // @ts-ignore -- a plain JS helper shared with bench/llm.js
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
@@ -132,5 +133,14 @@ describe("condense run --model through the local server", () => {
     expect(readFileSync(copy).equals(before)).toBe(true);
     expect(server.requests.length).toBe(8);
     expect(process.listenerCount("SIGINT")).toBe(listeners);
+  });
+});
+
+describe("the progress line", () => {
+  it("shows batches done / total, failures, tokens and cost so far", () => {
+    expect(progressLine("local/m1", { done: 3, total: 96, failed: 0, usage: { input: 800, output: 150, cost: 0 } })).toBe("summarizing with local/m1: 3/96 batches · 950 tokens");
+    expect(progressLine("anthropic/claude-haiku-4-5", { done: 40, total: 96, failed: 2, usage: { input: 41_000, output: 5_321, cost: 0.01234 } })).toBe(
+      "summarizing with anthropic/claude-haiku-4-5: 40/96 batches · 2 failed · 46.3k tokens · $0.0123",
+    );
   });
 });

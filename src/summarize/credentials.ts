@@ -124,14 +124,19 @@ export interface ValueContext {
   scoped?: Record<string, string>;
 }
 
+/** `!command` outputs, run once per process (a run over many sessions asks once). */
+const commandOutputs = new Map<string, string>();
+
 /**
- * Resolve a configuration value: `!command` → its trimmed standard output; otherwise the template
- * with `$NAME` references replaced.
+ * Resolve a configuration value: `!command` → its trimmed standard output (run once per process);
+ * otherwise the template with `$NAME` references replaced.
  * @throws UsageError naming the missing variables, or the command that failed or printed nothing
  */
 export function resolveConfigValue(value: string, context: ValueContext): string {
   if (value.startsWith("!")) {
     const command = value.slice(1);
+    const cached = commandOutputs.get(command);
+    if (cached !== undefined) return cached;
     let output: string;
     try {
       output = execSync(command, { encoding: "utf8", timeout: 10_000, stdio: ["ignore", "pipe", "ignore"] }).trim();
@@ -139,6 +144,7 @@ export function resolveConfigValue(value: string, context: ValueContext): string
       throw new UsageError(`${context.description}: the command \`${command}\` failed: ${(error as Error).message.split("\n")[0]}`);
     }
     if (output === "") throw new UsageError(`${context.description}: the command \`${command}\` printed nothing`);
+    commandOutputs.set(command, output);
     return output;
   }
   const lookup = (name: string) => context.scoped?.[name] || context.env[name] || undefined;
