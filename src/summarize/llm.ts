@@ -35,7 +35,7 @@ export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, baseDelayMs: 1000, ma
 export const FALLBACK_COOLDOWN_MS = 10 * 60 * 1000;
 
 export interface LlmSummarizerOptions {
-  /** pi-ai's model collection the requests go through (auth, headers, dispatch to the API). */
+  /** pi-ai's `streamSimple` contract: a `Models` collection (tests use the faux provider) or runtime.ts `buildModels`. */
   models: Pick<Models, "streamSimple">;
   model: Model<Api>;
   /** Where transient failures of `model` go; omitted or equal to `model` = no fallback. */
