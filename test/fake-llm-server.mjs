@@ -32,6 +32,7 @@ import { createServer } from "node:http";
  * @property {string} [text]        the answer (default: {@link defaultAnswer})
  * @property {number} [delayMs]     wait before answering
  * @property {boolean} [stall]      send the first chunk, then nothing (until the client goes away)
+ * @property {boolean} [chunked]    send each SSE event in its own write (default: the whole answer in one write)
  * @property {"stop" | "length"} [finish]
  * @property {number} [inputTokens]
  * @property {number} [outputTokens]
@@ -60,6 +61,17 @@ function textOf(content) {
 
 function sse(res, event, data) {
   res.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+}
+
+/** Collects SSE events to send them in one write (a server that has the whole answer at once). */
+function buffered(res) {
+  let body = "";
+  return {
+    write: (text) => {
+      body += text;
+    },
+    end: () => res.end(body),
+  };
 }
 
 function chunks(text) {
@@ -128,25 +140,30 @@ export async function startFakeLlmServer(options = {}) {
         if (api === "openai") {
           const base = { id: `chatcmpl-${request.index}`, object: "chat.completion.chunk", created: 0, model: request.model };
           const parts = chunks(text);
-          sse(res, null, { ...base, choices: [{ index: 0, delta: { role: "assistant", content: parts[0] }, finish_reason: null }] });
-          if (p.stall) return; // leave the stream open, silent
-          for (const part of parts.slice(1)) sse(res, null, { ...base, choices: [{ index: 0, delta: { content: part }, finish_reason: null }] });
-          sse(res, null, { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] });
-          sse(res, null, { ...base, choices: [], usage: { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens } });
-          res.write("data: [DONE]\n\n");
-          res.end();
+          if (p.stall) {
+            sse(res, null, { ...base, choices: [{ index: 0, delta: { role: "assistant", content: parts[0] }, finish_reason: null }] });
+            return; // leave the stream open, silent
+          }
+          const out = p.chunked ? res : buffered(res);
+          sse(out, null, { ...base, choices: [{ index: 0, delta: { role: "assistant", content: parts[0] }, finish_reason: null }] });
+          for (const part of parts.slice(1)) sse(out, null, { ...base, choices: [{ index: 0, delta: { content: part }, finish_reason: null }] });
+          sse(out, null, { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] });
+          sse(out, null, { ...base, choices: [], usage: { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens } });
+          out.write("data: [DONE]\n\n");
+          out.end();
         } else {
-          sse(res, "message_start", {
+          const out = p.chunked || p.stall ? res : buffered(res);
+          sse(out, "message_start", {
             type: "message_start",
             message: { id: `msg_${request.index}`, type: "message", role: "assistant", model: request.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 1 } },
           });
-          sse(res, "content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
+          sse(out, "content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
           if (p.stall) return;
-          for (const part of chunks(text)) sse(res, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: part } });
-          sse(res, "content_block_stop", { type: "content_block_stop", index: 0 });
-          sse(res, "message_delta", { type: "message_delta", delta: { stop_reason: finish === "length" ? "max_tokens" : "end_turn", stop_sequence: null }, usage: { output_tokens: outputTokens } });
-          sse(res, "message_stop", { type: "message_stop" });
-          res.end();
+          for (const part of chunks(text)) sse(out, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: part } });
+          sse(out, "content_block_stop", { type: "content_block_stop", index: 0 });
+          sse(out, "message_delta", { type: "message_delta", delta: { stop_reason: finish === "length" ? "max_tokens" : "end_turn", stop_sequence: null }, usage: { output_tokens: outputTokens } });
+          sse(out, "message_stop", { type: "message_stop" });
+          out.end();
         }
       } finally {
         active--;
