@@ -163,11 +163,11 @@ class LlmSummarizer implements Summarizer {
       this.probing = true;
       const probe = await this.attempt(primary, context, signal).finally(() => (this.probing = false));
       if (probe.result.ok) {
-        if (this.fallbackSince !== null) this.options.onNotice?.(`${modelName(primary)} answers again; summarizing with it from now on`);
         this.fallbackSince = null;
+        this.options.onNotice?.(`${modelName(primary)} answers again; summarizing with it from now on`);
         return probe.result;
       }
-      if (!probe.result.ok && probe.result.kind === "aborted") return probe.result;
+      if (probe.result.kind === "aborted") return probe.result;
       this.fallbackSince = this.now();
       return combine(probe.result, (await this.attempt(fallback, context, signal)).result);
     }
