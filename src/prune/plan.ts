@@ -68,7 +68,7 @@ export interface RunPlan {
 
 /**
  * Plan the main job on a loaded session.
- * @throws Error("aborted") when `signal` aborts during summarization
+ * @throws CondenseError (exit 130) when `signal` aborts during summarization
  */
 export async function planRun(session: Session, options: PlanOptions): Promise<RunPlan> {
   const { config } = options;
