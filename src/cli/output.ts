@@ -87,7 +87,7 @@ function colorLevel(stream: { isTTY?: boolean }): 0 | 1 | 2 | 3 {
 
 /** A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. */
 export class Spinner {
-  private ora: { text: string; stop(): unknown; start(): unknown } | null = null;
+  private ora: { text: string; stop(): unknown; start(): unknown; clear(): unknown; render(): unknown } | null = null;
   private stopped = false;
   private current: string;
 
@@ -112,5 +112,15 @@ export class Spinner {
   stop(): void {
     this.stopped = true;
     this.ora?.stop();
+  }
+
+  /** Erase the line (before printing something else on stderr). */
+  clear(): void {
+    this.ora?.clear();
+  }
+
+  /** Draw the line again after {@link clear}. */
+  render(): void {
+    this.ora?.render();
   }
 }
