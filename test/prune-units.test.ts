@@ -115,7 +115,8 @@ describe("deterministic summarizer", () => {
   it("names the key argument of common tools", () => {
     expect(keyArgument({ path: "src/a.ts", offset: 10 })).toBe("src/a.ts");
     expect(keyArgument({ command: "npm test\n# second line" })).toBe("npm test");
-    expect(keyArgument({ pattern: "TODO", path: "src" })).toBe("src in TODO");
+    expect(keyArgument({ pattern: "TODO", path: "src" })).toBe("TODO in src");
+    expect(keyArgument({ path: "src/a.ts", command: "cat" })).toBe("cat");
     expect(keyArgument({ todos: ["a"] })).toBeUndefined();
   });
 

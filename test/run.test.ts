@@ -350,3 +350,20 @@ describe("configuration and refusals", () => {
     expect(existsSync(`${file}.v1.bak`)).toBe(true);
   });
 });
+
+describe("trial findings", () => {
+  it("--json gives one JSON document on stdout even for usage errors", async () => {
+    const r = await runCli(["run", "/no/such/session.jsonl", "--json"], { PI_CODING_AGENT_DIR: "/tmp/none", PI_CODING_AGENT_SESSION_DIR: undefined });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: { message: "/no/such/session.jsonl: no such file or directory, no glob match, and no session with that id in /tmp/none/sessions", exitCode: 2 },
+    });
+  }, 30_000);
+
+  it("refuses a spill threshold that is not above the preview size", async () => {
+    const file = tempCopy("example-session.jsonl");
+    const r = await runCli([file, "--set", "spillThreshold=500"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("spillThreshold (500) must be greater than spillPreviewBytes (2048)");
+  });
+});

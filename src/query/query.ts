@@ -46,7 +46,10 @@ const SHORT_REF = /^t\d+$/;
  * Resolve one ref against the index.
  * @returns every occurrence it names, or `unknown` with the reason
  */
-export function lookupRef(indexer: ToolCallIndexer, ref: string): QueryLookup {
+export function lookupRef(indexer: ToolCallIndexer, asked: string): QueryLookup {
+  // Refs copied from a summary keep their backticks; `T3` is read as `t3`. Raw ids are taken as given.
+  const stripped = asked.trim().replace(/^`(.*)`$/, "$1");
+  const ref = /^T\d+$/.test(stripped) ? stripped.toLowerCase() : stripped;
   const single = (key: string, label: string): QueryLookup => {
     const record = indexer.getRecord(key);
     if (!record) return { hits: [], unknown: `${ref} names ${key}, whose record is not in the index` };
@@ -89,11 +92,15 @@ export function lookupRef(indexer: ToolCallIndexer, ref: string): QueryLookup {
       }),
     };
   }
+  const chain = /^b\d+$/.test(ref) ? [...indexer.chains.values()].find((c) => c.blockId === ref) : undefined;
   return {
     hits: [],
-    unknown: SHORT_REF.test(ref)
-      ? `no short ref ${ref} in this session's pruner index`
-      : `no indexed tool call with id or key ${ref} in this session`,
+    unknown: chain
+      ? `${ref} is a compressed chain, not a tool call; query its refs instead: ${chain.toolRefs.join(", ") || "(none)"}`
+      : SHORT_REF.test(ref)
+        ? `no short ref ${ref} in this session's pruner index` +
+          (indexer.records.size === 0 ? " (nothing is indexed yet: run `condense run` on the session first)" : "")
+        : `no indexed tool call with id or key ${ref} in this session`,
   };
 }
 

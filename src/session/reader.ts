@@ -11,7 +11,7 @@ import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
 
 /** A line Pi would skip, with where it is. */
 export interface ReadWarning {
-  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header";
+  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header" | "newer-version";
   file: string;
   line: number;
   /** Byte offset of the line start. */

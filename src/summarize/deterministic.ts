@@ -14,7 +14,10 @@ const MAX_ARG_CHARS = 160;
 const FOOTER_ALLOWANCE = 170;
 const FOOTER_PER_CALL = 6;
 
-const KEY_ARGS = ["path", "file_path", "filePath", "command", "cmd", "pattern", "query", "url", "glob", "file"];
+/** What a call acted on, most telling first; a pattern or query is followed by the path it searched. */
+const KEY_ARGS = ["command", "cmd", "pattern", "query", "url", "glob", "path", "file_path", "filePath", "file"];
+const SEARCH_ARGS = new Set(["pattern", "query", "glob"]);
+const PATH_ARGS = ["path", "file_path", "filePath", "file"];
 /** Kinds of lines worth keeping, most important first. */
 const NOTABLE: RegExp[] = [
   /\b[A-Za-z]*(Error|Exception)\b:|\berror(\[\w+\])?:|\bpanic(ked)?\b|\bfatal\b|Traceback|segmentation fault/i,
@@ -36,17 +39,17 @@ function crop(text: string, max: number): string {
 export function keyArgument(args: unknown): string | undefined {
   if (!args || typeof args !== "object") return undefined;
   const a = args as Record<string, unknown>;
-  const parts: string[] = [];
-  for (const name of KEY_ARGS) {
+  const str = (name: string) => {
     const v = a[name];
-    if (typeof v === "string" && v.trim() !== "") parts.push(v.split("\n")[0].trim());
-    if (parts.length === 2) break;
+    return typeof v === "string" && v.trim() !== "" ? v.split("\n")[0].trim() : undefined;
+  };
+  const primary = KEY_ARGS.find((name) => str(name) !== undefined);
+  if (primary) {
+    const where = SEARCH_ARGS.has(primary) ? PATH_ARGS.map(str).find((v) => v !== undefined) : undefined;
+    return crop(where ? `${str(primary)} in ${where}` : str(primary)!, MAX_ARG_CHARS);
   }
-  if (parts.length === 0) {
-    const first = Object.values(a).find((v) => typeof v === "string" && v.trim() !== "") as string | undefined;
-    if (first) parts.push(first.split("\n")[0].trim());
-  }
-  return parts.length > 0 ? crop(parts.join(" in "), MAX_ARG_CHARS) : undefined;
+  const first = Object.values(a).find((v) => typeof v === "string" && v.trim() !== "") as string | undefined;
+  return first ? crop(first.split("\n")[0].trim(), MAX_ARG_CHARS) : undefined;
 }
 
 function lineCount(text: string): number {
