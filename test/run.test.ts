@@ -367,3 +367,34 @@ describe("trial findings", () => {
     expect(r.stderr).toContain("spillThreshold (500) must be greater than spillPreviewBytes (2048)");
   });
 });
+
+describe("context edits", () => {
+  it("never indexes the original text behind a user's redaction", async () => {
+    const file = tempCopy("context-edit-redacted-result.jsonl");
+    const size = readFileSync(file).length;
+    const r = await runCli([file, "--set", "minBatchChars=0", "--json"], { CONDENSE_NOW: NOW });
+    expect(r.code).toBe(0);
+    const tail = readFileSync(file).subarray(size).toString("utf8");
+    expect(tail).not.toContain("SECRET123");
+    // The batch holds the 25-char replacement, so any summary is longer than it: skipped, not indexed.
+    const entries = appended(file, size);
+    expect(entries.find((e) => e.customType === "context-prune-index")).toBeUndefined();
+    expect(entries.find((e) => e.customType === "context-prune-frontier")!.data).toMatchObject({ rawCharCount: 25, outcome: "skipped-oversized" });
+  });
+});
+
+describe("error purge after a run", () => {
+  it("a summarized failed call keeps its purged arguments: the context never grows back", async () => {
+    const file = tempCopy("summarized-failed-write.jsonl");
+    const r = await runCli([file, "--json"], { CONDENSE_NOW: NOW });
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.stdout).sessions[0];
+    expect(report.batches.summarized).toBe(1);
+    expect(report.context.after.chars).toBeLessThan(report.context.before.chars);
+    const rendered = renderBranch((await loadSession(file)).branch, config());
+    const call = (rendered.after[1] as any).content[0];
+    expect(call.arguments).toEqual({ _purged: '<purged-errored-args size="30036"/>' });
+    const stub = rendered.after[2] as any;
+    expect(stub.content[0].text).toBe("[Summarized in pruner summary, ref `t1`. Use context_tree_query to retrieve full output.]");
+  });
+});

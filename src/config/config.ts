@@ -105,7 +105,7 @@ export const CONFIG_KEYS: Record<string, Validator> = {
  * @throws UsageError naming key, value and accepted range; or an unknown key with the valid ones
  */
 export function setKey(config: PruneConfig, key: string, value: unknown, source: string): void {
-  const validate = CONFIG_KEYS[key];
+  const validate = Object.hasOwn(CONFIG_KEYS, key) ? CONFIG_KEYS[key] : undefined;
   if (!validate) {
     throw new UsageError(`${source}: unknown configuration key ${JSON.stringify(key)}; valid keys: ${Object.keys(CONFIG_KEYS).join(", ")}`);
   }
@@ -132,12 +132,12 @@ export function mergeObject(config: PruneConfig, object: unknown, source: string
     if ((key === "chainCompression" || key === "purgeErrors") && typeof value === "object" && value !== null && !Array.isArray(value)) {
       for (const [sub, subValue] of Object.entries(value)) {
         const dotted = `${key}.${sub}`;
-        if (!CONFIG_KEYS[dotted] && ignoreUnknown) continue;
+        if (!Object.hasOwn(CONFIG_KEYS, dotted) && ignoreUnknown) continue;
         setKey(config, dotted, subValue, source);
       }
       continue;
     }
-    if (!CONFIG_KEYS[key] && ignoreUnknown) continue;
+    if (!Object.hasOwn(CONFIG_KEYS, key) && ignoreUnknown) continue;
     setKey(config, key, value, source);
   }
 }

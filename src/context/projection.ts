@@ -105,7 +105,17 @@ export function entryToMessages(entry: SessionEntry): AgentMessage[] {
   }
 }
 
-function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | undefined): AgentMessage[] {
+/** The latest `context_edit` per target id among `entries` (later entries win). */
+export function latestEdits(entries: SessionEntry[]): Map<string, ContextEditEntry> {
+  const edits = new Map<string, ContextEditEntry>();
+  for (const entry of entries) {
+    if (entry.type === "context_edit") edits.set((entry as ContextEditEntry).targetId, entry as ContextEditEntry);
+  }
+  return edits;
+}
+
+/** Apply a context edit to an entry's messages: `null` omits them, otherwise the content is replaced. */
+export function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | undefined): AgentMessage[] {
   if (!edit) return messages;
   const replacement = edit.replacement;
   if (replacement === null) return [];
@@ -133,10 +143,7 @@ function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | undefined)
  */
 export function projectBranch(branch: SessionEntry[]): ContextItem[] {
   const contextEntries = buildContextEntries(branch);
-  const edits = new Map<string, ContextEditEntry>();
-  for (const entry of contextEntries) {
-    if (entry.type === "context_edit") edits.set((entry as ContextEditEntry).targetId, entry as ContextEditEntry);
-  }
+  const edits = latestEdits(contextEntries);
   const items: ContextItem[] = [];
   contextEntries.forEach((entry, index) => {
     if (entry.type === "compaction" && index > 0) return;

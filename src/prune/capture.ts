@@ -9,7 +9,7 @@
  * branch; a batch's `timestamp` is the assistant entry's persistence time (epoch ms).
  */
 import type { BatchingMode } from "../config/config.js";
-import { buildContextEntries, textOf } from "../context/projection.js";
+import { applyEdit, buildContextEntries, entryToMessages, latestEdits, textOf } from "../context/projection.js";
 import type { AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { ToolCallIndexer } from "./indexer.js";
 import { occurrenceKey } from "./occurrence-key.js";
@@ -75,13 +75,19 @@ export function captureBatches(
   isProtected: ProtectionTest,
   mode: BatchingMode,
 ): CaptureResult {
-  const inContext = new Set(buildContextEntries(branch));
-  const messages: { entry: SessionEntry; role: string; message: unknown }[] = [];
+  const contextEntries = buildContextEntries(branch);
+  const inContext = new Set(contextEntries);
+  // A user's context_edit decides what the model sees: capture the edited message (and nothing of
+  // an omitted one), never the original text behind a redaction.
+  const edits = latestEdits(contextEntries);
+  const messages: { entry: SessionEntry; role: string; message: unknown; omitted: boolean }[] = [];
   for (const entry of branch) {
     if (entry.type !== "message") continue;
-    const message = entry.message as { role?: unknown } | undefined;
-    if (!message || typeof message.role !== "string") continue;
-    messages.push({ entry, role: message.role, message });
+    const raw = entry.message as { role?: unknown } | undefined;
+    if (!raw || typeof raw.role !== "string") continue;
+    const edit = edits.get(entry.id);
+    const projected = edit ? applyEdit(entryToMessages(entry), edit) : [raw];
+    messages.push({ entry, role: raw.role, message: projected[0] ?? raw, omitted: projected.length === 0 });
   }
 
   const raw: Batch[] = [];
@@ -107,14 +113,16 @@ export function captureBatches(
     // Results of this message: up to the next assistant; the first result per id wins.
     const results = new Map<string, ToolResultMessage>();
     for (let j = i + 1; j < messages.length && messages[j].role !== "assistant"; j++) {
-      if (messages[j].role !== "toolResult") continue;
+      if (messages[j].role !== "toolResult" || messages[j].omitted) continue;
       const r = messages[j].message as ToolResultMessage;
       if (typeof r.toolCallId === "string" && !results.has(r.toolCallId)) results.set(r.toolCallId, r);
     }
     const calls: CapturedCall[] = [];
     const seenIds = new Set<string>();
-    for (const block of assistant.content) {
+    const blocks = messages[i].omitted || !Array.isArray(assistant.content) ? [] : assistant.content;
+    for (const block of blocks) {
       if (block?.type !== "toolCall" || typeof block.id !== "string" || !block.id) continue;
+      if (typeof block.name !== "string") continue; // a call without a tool name cannot be described
       if (seenIds.has(block.id)) continue; // a second call with the same id in one message has no result of its own
       seenIds.add(block.id);
       const result = results.get(block.id);
@@ -148,7 +156,7 @@ export function captureBatches(
     raw.push({
       turnIndex,
       timestamp: Number.isNaN(persisted) ? (typeof assistant.timestamp === "number" ? assistant.timestamp : 0) : persisted,
-      assistantText: assistant.content
+      assistantText: blocks
         .filter((b) => b?.type === "text")
         .map((b) => (b as { text: string }).text)
         .join("\n")

@@ -4,15 +4,30 @@
  * `<session folder>/<session id>-blobs/<sanitized occurrence key>.txt`, and its record keeps a head
  * preview instead of the text.
  */
+import { createHash } from "node:crypto";
 import { basename, dirname, join, resolve, sep } from "node:path";
 
-const MAX_NAME_BYTES = 255;
+/** Longest sidecar name: 255 bytes less room for the temporary suffix of an atomic write. */
+const MAX_NAME_BYTES = 200;
 
-/** Occurrence key → file name: only `[A-Za-z0-9._-]`, at most 255 bytes with the `.txt` suffix. */
+/**
+ * Occurrence key → file name: `<id>_<resultTimestamp>.txt` using only `[A-Za-z0-9._-]`, at most 200
+ * bytes. When the id had to be changed (other characters, too long), a short hash of the whole key
+ * is appended so that two keys never share a file (`a/b@1` and `a_b@1` differ).
+ */
 export function sidecarName(key: string): string {
-  let stem = key.replace(/[^A-Za-z0-9._-]/g, "_");
+  const at = key.lastIndexOf("@");
+  const keyed = at > 0 && /^\d+$/.test(key.slice(at + 1));
+  const id = keyed ? key.slice(0, at) : key;
+  const suffix = keyed ? `_${key.slice(at + 1)}` : "";
+  let stem = id.replace(/[^A-Za-z0-9._-]/g, "_");
   if (stem === "" || /^\.+$/.test(stem)) stem = `_${stem}`;
-  return `${stem.slice(0, MAX_NAME_BYTES - ".txt".length)}.txt`;
+  const limit = MAX_NAME_BYTES - ".txt".length - suffix.length;
+  if (stem !== id || stem.length > limit) {
+    const hash = createHash("sha256").update(key).digest("hex").slice(0, 10);
+    stem = `${stem.slice(0, limit - hash.length - 1)}-${hash}`;
+  }
+  return `${stem}${suffix}.txt`;
 }
 
 /**
@@ -20,7 +35,7 @@ export function sidecarName(key: string): string {
  * @throws Error if the result would fall outside the blobs folder (cannot happen with sanitized names; checked anyway)
  */
 export function sidecarPath(sessionPath: string, sessionId: string, key: string): string {
-  const folder = resolve(dirname(sessionPath), `${sidecarName(sessionId).slice(0, -4)}-blobs`);
+  const folder = blobsFolder(sessionPath, sessionId);
   const path = resolve(folder, sidecarName(key));
   if (dirname(path) !== folder || basename(path).includes(sep)) throw new Error(`sidecar path escapes ${folder}: ${path}`);
   return path;

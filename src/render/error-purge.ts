@@ -42,10 +42,13 @@ function argChars(args: unknown): number {
 /**
  * Purge the arguments of cooled-down failed calls.
  * @param messages the stub-replace phase's output
+ * @param errorsFrom the same messages before stub-replace (index for index): a summarized failure
+ *   keeps counting as a failure although its stub says `isError: false`, so summarizing a failed
+ *   call never brings its purged arguments back
  * @returns the same array when nothing was purged; otherwise a copy in which only the changed
  *   assistant messages (and their changed blocks) are new objects
  */
-export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOptions): AgentMessage[] {
+export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOptions, errorsFrom: AgentMessage[] = messages): AgentMessage[] {
   if (!options.enabled) return messages;
   // Pass 1: which (assistant index, call id) failed, and after which assistant turn.
   const failedAt = new Map<number, Map<string, number>>();
@@ -57,7 +60,10 @@ export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOp
       lastAssistant = i;
       return;
     }
-    if (m.role !== "toolResult" || m.isError !== true || lastAssistant < 0) return;
+    if (m.role !== "toolResult" || lastAssistant < 0) return;
+    const source = errorsFrom.length === messages.length ? errorsFrom[i] : m;
+    const failed = m.isError === true || (source.role === "toolResult" && source.toolCallId === m.toolCallId && source.isError === true);
+    if (!failed) return;
     const opener = messages[lastAssistant] as AssistantMessage;
     if (!Array.isArray(opener.content) || !opener.content.some((b) => b?.type === "toolCall" && b.id === m.toolCallId)) return;
     let calls = failedAt.get(lastAssistant);

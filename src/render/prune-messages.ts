@@ -56,7 +56,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   phases.push({ phase: "stub-replace", messages: current });
 
   // Phase 2: error purge.
-  current = purgeErroredArgs(current, ctx.config.purgeErrors);
+  current = purgeErroredArgs(current, ctx.config.purgeErrors, messages);
   phases.push({ phase: "error-purge", messages: current });
 
   // Phase 3: chain-range prune.

@@ -35,7 +35,10 @@ export function migrateEntries(
   header: SessionHeader | null,
   entries: SessionEntry[],
 ): { entries: SessionEntry[]; fromVersion: number } {
-  const fromVersion = typeof header?.version === "number" ? header.version : header ? 1 : CURRENT_SESSION_VERSION;
+  // Pi reads `header.version ?? 1` and compares with `<` / `>=`, so "3" counts as 3; a value that is
+  // no number at all compares false both ways, and Pi then migrates nothing.
+  const declared = header ? Number(header.version ?? 1) : CURRENT_SESSION_VERSION;
+  const fromVersion = Number.isNaN(declared) ? CURRENT_SESSION_VERSION : declared;
   if (fromVersion >= CURRENT_SESSION_VERSION) return { entries, fromVersion };
   let out = entries;
   if (fromVersion < 2) {

@@ -235,7 +235,10 @@ class LineParser {
 function looksGlued(text: string): boolean {
   const re = /\}\s*\{/g;
   let m: RegExpExecArray | null;
-  while ((m = re.exec(text)) !== null) {
+  // Tool output full of `}{` (Go's struct{}{}, minified code) would make trying every boundary
+  // quadratic; glued lines in practice split at one of the first boundaries that closes an object.
+  let attempts = 0;
+  while ((m = re.exec(text)) !== null && attempts++ < 8) {
     const cut = m.index + 1;
     try {
       JSON.parse(text.slice(0, cut));

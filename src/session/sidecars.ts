@@ -11,7 +11,8 @@ import { basename, dirname, join } from "node:path";
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
-  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
+  // Short, so a long target name still leaves room (names are limited to 255 bytes).
+  const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${Date.now() % 1e6}.tmp`);
   try {
     const handle = await open(tmp, "wx");
     try {

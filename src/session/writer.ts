@@ -21,6 +21,21 @@ export class FileChangedError extends CondenseError {
   }
 }
 
+/**
+ * Thrown when another writer appended between the check and the write: both appends are in the
+ * file, so nothing is undone (exit 1).
+ */
+export class ConcurrentAppendError extends CondenseError {
+  constructor(readonly path: string, expected: number, found: number) {
+    super(
+      `${path}: another writer appended while condense wrote (expected ${expected} bytes, found ${found}); ` +
+        "both appends are in the file and condense's entries may not be on the active branch — run `condense render` to check",
+      1,
+    );
+    this.name = "ConcurrentAppendError";
+  }
+}
+
 /** Thrown when another process holds the session's lock; nothing was written (exit 1). */
 export class FileLockedError extends CondenseError {
   constructor(readonly path: string) {
@@ -113,10 +128,23 @@ export async function appendEntries(
     const handle = await open(session.path, "a");
     try {
       try {
-        await handle.write(bytes, 0, bytes.length);
+        // A short write (disk full, file-size limit) is not an error in Node: keep writing until
+        // every byte is out, and treat a write that makes no progress as a failure.
+        let written = 0;
+        while (written < bytes.length) {
+          const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
+          if (bytesWritten <= 0) throw Object.assign(new Error("no space left: the write made no progress"), { code: "ENOSPC" });
+          written += bytesWritten;
+        }
         await handle.sync();
+        const after = await handle.stat();
+        if (after.size !== session.size + bytes.length) {
+          // Someone appended between our check and our write: their bytes and ours are both in the
+          // file now, so truncating would destroy theirs. Say so instead.
+          throw new ConcurrentAppendError(session.path, session.size + bytes.length, after.size);
+        }
       } catch (error) {
-        await handle.truncate(session.size).catch(() => undefined);
+        if (!(error instanceof ConcurrentAppendError)) await handle.truncate(session.size).catch(() => undefined);
         throw error;
       }
     } finally {
