@@ -393,7 +393,7 @@ describe("error purge after a run", () => {
     expect(report.context.after.chars).toBeLessThan(report.context.before.chars);
     const rendered = renderBranch((await loadSession(file)).branch, config());
     const call = (rendered.after[1] as any).content[0];
-    expect(call.arguments).toEqual({ _purged: '<purged-errored-args size="30036"/>' });
+    expect(call.arguments).toEqual({ _purged: '<purged-errored-args size="30031"/>' });
     const stub = rendered.after[2] as any;
     expect(stub.content[0].text).toBe("[Summarized in pruner summary, ref `t1`. Use context_tree_query to retrieve full output.]");
   });
