@@ -398,3 +398,18 @@ describe("error purge after a run", () => {
     expect(stub.content[0].text).toBe("[Summarized in pruner summary, ref `t1`. Use context_tree_query to retrieve full output.]");
   });
 });
+
+describe("files Pi cannot open are never written", () => {
+  it.each([
+    ["bad-bom.jsonl", "no usable session header: line 1 starts with a UTF-8 byte-order mark (bytes EF BB BF)"],
+    ["bad-parent-cycle.jsonl", "the active branch runs in a cycle: "],
+    ["bad-null-message.jsonl", "a message entry without a message object at "],
+  ])("%s", async (name, message) => {
+    const file = tempCopy(name);
+    const bytes = readFileSync(file);
+    const r = await runCli([file]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(message);
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+  });
+});

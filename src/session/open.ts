@@ -7,7 +7,7 @@
  */
 import { UsageError } from "../util/errors.js";
 import type { ReadWarning } from "./reader.js";
-import { loadSession, type Session } from "./session.js";
+import { loadSession, whereIs, type Session } from "./session.js";
 
 /**
  * @param path session file
@@ -34,6 +34,10 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
       message: `session format version ${version} is newer than the version 3 condense knows; entries are read as version 3`,
     });
   }
+  if (mode === "write") {
+    const broken = unopenableByPi(session);
+    if (broken) throw new UsageError(`${path}: ${broken}; Pi cannot open this session, so condense will not write to it`);
+  }
   for (const problem of session.problems) {
     if (problem.kind === "empty" || problem.kind === "not-jsonl") throw new UsageError(`${path}: ${problem.message}`);
     if (mode === "write") throw new UsageError(`${path}: ${problem.message}; refusing to write to it`);
@@ -44,4 +48,21 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
 /** One line per skipped line: `file:line (byte N): message: "excerpt"`. */
 export function formatWarning(w: ReadWarning): string {
   return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}: ${JSON.stringify(w.excerpt)}`;
+}
+
+/**
+ * Why Pi 1.6 would fail on this session, or null: a `parentId` cycle on the active branch (Pi's
+ * `getBranch` never ends) or a message entry on it without a message object (Pi reads `.role`).
+ */
+export function unopenableByPi(session: Session): string | null {
+  const first = session.branch[0];
+  if (first?.parentId && session.byId.has(first.parentId)) {
+    return `the active branch runs in a cycle: ${whereIs(session, first)} names parent ${first.parentId}, which is on the same branch`;
+  }
+  for (const entry of session.branch) {
+    if (entry.type === "message" && (typeof entry.message !== "object" || entry.message === null)) {
+      return `a message entry without a message object at ${whereIs(session, entry)}`;
+    }
+  }
+  return null;
 }

@@ -122,6 +122,8 @@ class LineParser {
   readonly warnings: ReadWarning[] = [];
   header: SessionHeader | null = null;
   firstParsedIsHeader: boolean | null = null;
+  /** The first line starts with a byte-order mark. */
+  bom = false;
   /** Line and kind of the first value Pi would take for the header. */
   firstValue: { line: number; what: string } | null = null;
   lineNo = 0;
@@ -181,6 +183,11 @@ class LineParser {
       );
       return;
     }
+    if (text.charCodeAt(0) === 0xfeff) {
+      this.bom = true;
+      this.warn("malformed-line", offset, text, "the line starts with a UTF-8 byte-order mark, which Pi cannot parse; skipped");
+      return;
+    }
     if (/\}\s*\{/.test(text) && looksGlued(text)) {
       this.warn("glued-objects", offset, text, "two JSON objects glued on one line; the line is skipped, as Pi skips it");
       return;
@@ -205,9 +212,11 @@ class LineParser {
       const first = this.firstValue;
       problems.push({
         kind: "missing-header",
-        message:
-          `no session header: the first entry (line ${first?.line}, ${first?.what}) ` +
-          `should be {"type":"session","id",...}; Pi refuses to open such a file`,
+        message: this.bom
+          ? "no usable session header: line 1 starts with a UTF-8 byte-order mark (bytes EF BB BF), so Pi cannot parse it " +
+            "and refuses the file; remove the first three bytes"
+          : `no session header: the first entry (line ${first?.line}, ${first?.what}) ` +
+            `should be {"type":"session","id",...}; Pi refuses to open such a file`,
       });
     }
     if (this.truncatedFinal) {
