@@ -294,6 +294,10 @@ describe("compressChains", () => {
       { entryId: "", refs: [{ shortId: "t4", toolCallId: "b2", resultTimestamp: 204 }], text: "D" },
     );
     indexer.registerRefs(indexer.summaries.flatMap((s) => s.refs));
+    // The summarized calls are indexed, as a run leaves them.
+    for (const ref of indexer.summaries.flatMap((s) => s.refs)) {
+      indexer.addRecord({ toolCallId: ref.toolCallId, toolName: "bash", args: {}, resultText: "x", isError: false, turnIndex: 0, timestamp: ref.resultTimestamp!, resultTimestamp: ref.resultTimestamp }, true);
+    }
     const out = await compressChains(items(ms), indexer, { ...base, summarizer: model, config, isProtected: protectionTest(config) });
     expect(calls).toEqual([["A", "B"], ["C", "D"]]);
     expect(out.entries.map((e) => e.data)).toEqual([

@@ -413,3 +413,22 @@ describe("files Pi cannot open are never written", () => {
     expect(readFileSync(file).equals(bytes)).toBe(true);
   });
 });
+
+describe("chain compression of a partly summarized chain", () => {
+  it("back-fills the calls no summary covers, names them in the block, and keeps them recoverable", async () => {
+    const file = tempCopy("chain-partly-summarized.jsonl");
+    const r = await runCli([file, "--set", "chainCompression.rollingWindow=0", "--json"], { CONDENSE_NOW: NOW });
+    expect(r.code).toBe(0);
+    const after = await loadSession(file);
+    const rendered = renderBranch(after.branch, config());
+    const block = rendered.after.find((m) => m.role === "user" && JSON.stringify(m.content).includes("<compressed-chain"))!;
+    expect((block.content as any)[0].text).toBe(
+      '<compressed-chain id="b1" tools="t1,t2">\n' +
+        "- `t1` bash `make` — OK, 1,500 chars, 100 lines\n\n---\nPruned tool outputs: `t1`\n" +
+        "Full original outputs: call `context_tree_query` with these refs (or run `condense query <ref>`).\n\n" +
+        "Not summarized in this span:\n- `t2` bash `cat port.txt`: PORT=48213\n</compressed-chain>",
+    );
+    const q = await runCli(["query", "t2", "--session", file, "--full", "--json"]);
+    expect(JSON.parse(q.stdout).results[0].output).toBe("PORT=48213");
+  });
+});

@@ -29,6 +29,7 @@ import {
 import { recoveryGraceKeys } from "../render/stub-replace.js";
 import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { NewEntry } from "../session/writer.js";
+import { keyArgument } from "../summarize/deterministic.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { detectChains, type ChainRange } from "./detect.js";
 import { resolveRange } from "./resolve.js";
@@ -212,6 +213,43 @@ export function extractChainRecords(items: ChainSourceItem[], chain: ChainRange,
   return records;
 }
 
+/** Index back-filled records in one flagged `context-prune-index` entry, spilling huge outputs. */
+function backfillRecords(fresh: ToolCallRecord[], indexer: ToolCallIndexer, options: CompressOptions, result: CompressResult, backfill: NewEntry[]): void {
+  if (fresh.length === 0) return;
+  const { config } = options;
+  const refs: SummaryToolCallRef[] = [];
+  for (const record of fresh) {
+    if (record.resultText.length >= config.spillThreshold) {
+      const key = occurrenceKey(record.toolCallId, record.resultTimestamp);
+      const path = sidecarPath(options.targetPath, options.sessionId, key);
+      const text = record.resultText;
+      result.sidecars.push({ path, text });
+      record.resultText = "";
+      record.spillPath = path;
+      record.spillBytes = Buffer.byteLength(text, "utf8");
+      record.resultPreview = headPreview(text, config.spillPreviewBytes);
+      record.contentHash = contentHash(record.toolName, text);
+    }
+    refs.push(indexer.allocateRef(record));
+  }
+  const data: IndexEntryData = { toolCalls: fresh, backfilled: true, refs };
+  backfill.push(custom(CUSTOM_TYPES.index, data));
+  for (const record of fresh) indexer.addRecord(record, false);
+  indexer.registerRefs(refs);
+  result.backfilledCalls += fresh.length;
+}
+
+const SHORT_OUTPUT_CHARS = 300;
+
+/** One line naming a call the summaries did not cover: ref, tool, key argument, and a short output verbatim. */
+function uncoveredLine(record: ToolCallRecord, ref: string): string {
+  const arg = keyArgument(record.args);
+  const head = `- \`${ref}\` ${record.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""}${record.isError ? " (error)" : ""}`;
+  const text = record.resultText.trim();
+  if (text !== "" && text.length <= SHORT_OUTPUT_CHARS && text.split("\n").length <= 5) return `${head}: ${text.replace(/\n/g, " ⏎ ")}`;
+  return `${head} (${record.resultText.length.toLocaleString("en-US")} chars)`;
+}
+
 const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
 
 function custom(customType: string, data: unknown): NewEntry {
@@ -282,6 +320,15 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
         if (!summarizer.local) result.modelCalls++;
       } else if (answer?.ok && !summarizer.local) result.modelCalls++;
       // A failed or empty fusion leaves the body to the renderer: the per-batch summaries themselves.
+      // Calls no summary covers (trivial batches left raw) would vanish with the range: index them
+      // so they stay recoverable, and name them (with short outputs verbatim) in the body.
+      const uncovered = extractChainRecords(items, chain, indexer);
+      if (uncovered.length > 0) {
+        const shown = uncovered.map((r) => ({ ...r }));
+        backfillRecords(uncovered, indexer, options, result, backfill);
+        const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(occurrenceKey(uncovered[i].toolCallId, uncovered[i].resultTimestamp)) ?? r.toolCallId));
+        rangeSummaryText = `${rangeSummaryText ?? bodiesOf[n].join("\n\n")}\n\nNot summarized in this span:\n${lines.join("\n")}`;
+      }
     } else {
       const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
       const fresh = extractChainRecords(items, chain, indexer);
@@ -300,28 +347,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
         }
         continue;
       }
-      if (fresh.length > 0) {
-        const refs: SummaryToolCallRef[] = [];
-        for (const record of fresh) {
-          if (record.resultText.length >= config.spillThreshold) {
-            const key = occurrenceKey(record.toolCallId, record.resultTimestamp);
-            const path = sidecarPath(options.targetPath, options.sessionId, key);
-            const text = record.resultText;
-            result.sidecars.push({ path, text });
-            record.resultText = "";
-            record.spillPath = path;
-            record.spillBytes = Buffer.byteLength(text, "utf8");
-            record.resultPreview = headPreview(text, config.spillPreviewBytes);
-            record.contentHash = contentHash(record.toolName, text);
-          }
-          refs.push(indexer.allocateRef(record));
-        }
-        const data: IndexEntryData = { toolCalls: fresh, backfilled: true, refs };
-        backfill.push(custom(CUSTOM_TYPES.index, data));
-        for (const record of fresh) indexer.addRecord(record, false);
-        indexer.registerRefs(refs);
-        result.backfilledCalls += fresh.length;
-      }
+      backfillRecords(fresh, indexer, options, result, backfill);
       deterministic = true;
     }
 
