@@ -32,7 +32,7 @@ import type { NewEntry } from "../session/writer.js";
 import { keyArgument } from "../summarize/deterministic.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { detectChains, type ChainRange } from "./detect.js";
-import { resolveRange } from "./resolve.js";
+import { rangeResolver, resolveRange } from "./resolve.js";
 
 /** A context message and, when it came from one, its session entry (whose message is the raw original). */
 export interface ChainSourceItem {
@@ -105,15 +105,30 @@ export function selectEligibleChains(
   return { eligible, waiting: aged.length - eligible.length };
 }
 
-/** Distinct per-batch summary texts covering any of `keys`, in branch order. */
-export function coveringSummaries(indexer: Pick<ToolCallIndexer, "summaries">, keys: string[], byBareId = false): string[] {
-  const wanted = new Set(keys);
-  const out: string[] = [];
-  for (const s of indexer.summaries) {
-    const hit = s.refs.some((r) => wanted.has(byBareId ? r.toolCallId : occurrenceKey(r.toolCallId, r.resultTimestamp)));
-    if (hit && !out.includes(s.text)) out.push(s.text);
-  }
-  return out;
+/**
+ * Distinct per-batch summary texts covering any of the given keys (occurrence keys, or bare ids
+ * for legacy chain entries), in branch order. The summaries are indexed once, so k lookups cost
+ * O(summaries + k · keys).
+ */
+export function summaryLookup(indexer: Pick<ToolCallIndexer, "summaries">): (keys: string[], byBareId: boolean) => string[] {
+  const byKey = new Map<string, number[]>();
+  const byBare = new Map<string, number[]>();
+  indexer.summaries.forEach((s, i) => {
+    for (const r of s.refs) {
+      for (const [map, key] of [[byKey, occurrenceKey(r.toolCallId, r.resultTimestamp)], [byBare, r.toolCallId]] as const) {
+        const list = map.get(key);
+        if (!list) map.set(key, [i]);
+        else if (list[list.length - 1] !== i) list.push(i);
+      }
+    }
+  });
+  return (keys, byBareId) => {
+    const hits = new Set<number>();
+    for (const key of keys) for (const i of (byBareId ? byBare : byKey).get(key) ?? []) hits.add(i);
+    const out: string[] = [];
+    for (const i of [...hits].sort((a, b) => a - b)) if (!out.includes(indexer.summaries[i].text)) out.push(indexer.summaries[i].text);
+    return out;
+  };
 }
 
 /** Short refs of a chain's calls, in chain order, each once (a dedup alias shares its original's ref). */
@@ -176,9 +191,14 @@ export function deterministicChainBody(calls: ChainCall[], refs: string[], fallb
  * protected: walk the resolved range, pairing each tool result with the call that opened it.
  * `turnIndex` is -1 and `timestamp` the result's own timestamp (there is no batch).
  */
-export function extractChainRecords(items: ChainSourceItem[], chain: ChainRange, indexer: Pick<ToolCallIndexer, "isSummarized">): ToolCallRecord[] {
+export function extractChainRecords(
+  items: ChainSourceItem[],
+  chain: ChainRange,
+  indexer: Pick<ToolCallIndexer, "isSummarized">,
+  resolve?: ReturnType<typeof rangeResolver>,
+): ToolCallRecord[] {
   const messages = items.map((i) => i.message);
-  const range = resolveRange(messages, chain.startUserTimestamp, chain.finalAssistantTimestamp);
+  const range = (resolve ?? ((a: number, b: number | null) => resolveRange(messages, a, b)))(chain.startUserTimestamp, chain.finalAssistantTimestamp);
   if (!range) return [];
   const protectedIds = new Set(chain.protectedToolCallIds);
   const calls = new Map<string, { name: string; args: unknown }>();
@@ -284,7 +304,9 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
 
   // Fusion inputs depend only on the per-batch summaries, so every call can start now.
   const limit = pLimit(Math.max(1, options.concurrency));
-  const bodiesOf = eligible.map((chain) => coveringSummaries(indexer, chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
+  const covering = summaryLookup(indexer);
+  const bodiesOf = eligible.map((chain) => covering(chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
+  const resolve = rangeResolver(messages);
   const fusions: (Promise<SummarizerResult> | null)[] = bodiesOf.map((bodies) =>
     config.chainCompression.fuseRangeSummary && bodies.length >= 2
       ? limit(() =>
@@ -322,7 +344,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
       // A failed or empty fusion leaves the body to the renderer: the per-batch summaries themselves.
       // Calls no summary covers (trivial batches left raw) would vanish with the range: index them
       // so they stay recoverable, and name them (with short outputs verbatim) in the body.
-      const uncovered = extractChainRecords(items, chain, indexer);
+      const uncovered = extractChainRecords(items, chain, indexer, resolve);
       if (uncovered.length > 0) {
         const shown = uncovered.map((r) => ({ ...r }));
         backfillRecords(uncovered, indexer, options, result, backfill);
@@ -331,7 +353,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
       }
     } else {
       const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
-      const fresh = extractChainRecords(items, chain, indexer);
+      const fresh = extractChainRecords(items, chain, indexer, resolve);
       if (indexed.length === 0 && fresh.length === 0) {
         const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
         if (!fullyProtected) {

@@ -38,3 +38,26 @@ export function resolveRange(
   if (startIndex < 0 || endIndex < 0 || startIndex >= endIndex) return null;
   return { startIndex, endIndex };
 }
+
+/**
+ * {@link resolveRange} for many entries over one message list: indexes user and assistant messages
+ * by timestamp once, so resolving k entries costs O(n + k) instead of O(n · k). Same rules.
+ */
+export function rangeResolver(messages: AgentMessage[]): (startUserTimestamp: number, finalAssistantTimestamp: number | null) => ResolvedRange | null {
+  const users = new Map<number, number[]>();
+  const assistants = new Map<number, number[]>();
+  messages.forEach((m, i) => {
+    const byTime = m.role === "user" ? users : m.role === "assistant" ? assistants : null;
+    if (!byTime) return;
+    const list = byTime.get(m.timestamp);
+    if (list) list.push(i);
+    else byTime.set(m.timestamp, [i]);
+  });
+  return (start, final) => {
+    if (typeof final !== "number") return null;
+    const s = users.get(start);
+    const e = assistants.get(final);
+    if (!s || !e || s.length !== 1 || e.length !== 1 || s[0] >= e[0]) return null;
+    return { startIndex: s[0], endIndex: e[0] };
+  };
+}

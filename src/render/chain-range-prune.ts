@@ -6,8 +6,8 @@
  * `<compressed-chain>` user message goes in after the start, and the kept final reply loses its
  * thinking. Per-batch summaries elsewhere are suppressed when they cover a dropped call.
  */
-import { coveringSummaries } from "../chain/compress.js";
-import { resolveRange } from "../chain/resolve.js";
+import { summaryLookup } from "../chain/compress.js";
+import { rangeResolver } from "../chain/resolve.js";
 import { textOf } from "../context/projection.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import { CUSTOM_TYPES, type ChainEntryData, type SummaryToolCallRef } from "../prune/types.js";
@@ -68,8 +68,9 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
 
   const entries = [...indexer.chains.values()].sort((a, b) => a.startUserTimestamp - b.startUserTimestamp);
   const resolved: Accepted[] = [];
+  const resolveRange = rangeResolver(messages);
   for (const entry of entries) {
-    const range = resolveRange(messages, entry.startUserTimestamp, entry.finalAssistantTimestamp);
+    const range = resolveRange(entry.startUserTimestamp, entry.finalAssistantTimestamp);
     if (!range) {
       report({
         kind: "unresolved-range",
@@ -83,8 +84,10 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
   resolved.sort((a, b) => a.startIndex - b.startIndex || b.endIndex - a.endIndex);
   const accepted: Accepted[] = [];
   for (const r of resolved) {
-    const same = accepted.find((a) => a.startIndex === r.startIndex);
-    const outer = accepted.find((a) => a.startIndex < r.startIndex && r.startIndex < a.endIndex);
+    // Sorted by start and never overlapping, so only the last accepted range can clash with r.
+    const last = accepted[accepted.length - 1];
+    const same = last && last.startIndex === r.startIndex ? last : undefined;
+    const outer = last && last.startIndex < r.startIndex && r.startIndex < last.endIndex ? last : undefined;
     if (same || outer) {
       report({
         kind: "unresolved-range",
@@ -109,9 +112,15 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
     if (m.role === "assistant") lastAssistant = i;
   });
 
+  // Block ids whose synthetic message is already in the input (a second application).
+  const present = new Set<string>();
+  for (const m of messages) {
+    const id = /^<compressed-chain id="([^"]*)"/.exec(firstText(m)?.trimStart() ?? "")?.[1];
+    if (id !== undefined) present.add(id);
+  }
+  let covering: ReturnType<typeof summaryLookup> | undefined;
   for (const { entry, startIndex, endIndex } of accepted) {
-    const prefix = `<compressed-chain id="${entry.blockId}"`;
-    const applied = messages.some((m) => firstText(m)?.trimStart().startsWith(prefix) === true);
+    const applied = present.has(entry.blockId);
     const protectedIds = new Set(entry.protectedToolCallIds ?? []);
     const relocated: { tool: string; text: string }[] = [];
     const inRange = new Set<string>();
@@ -141,7 +150,7 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
       let body = typeof entry.rangeSummaryText === "string" && entry.rangeSummaryText !== "" ? entry.rangeSummaryText : undefined;
       if (body === undefined) {
         const byKey = Array.isArray(entry.droppedOccurrenceKeys) && entry.droppedOccurrenceKeys.length > 0;
-        body = coveringSummaries(indexer, byKey ? entry.droppedOccurrenceKeys! : (entry.droppedToolCallIds ?? []), !byKey).join("\n\n");
+        body = (covering ??= summaryLookup(indexer))(byKey ? entry.droppedOccurrenceKeys! : (entry.droppedToolCallIds ?? []), !byKey).join("\n\n");
       }
       insertAfter.set(startIndex, {
         role: "user",
