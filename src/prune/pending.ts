@@ -1,0 +1,96 @@
+/**
+ * The quick check `run` makes before planning, so that a second pass over an archive does no work
+ * on files that are already condensed (issue 6): when capture finds no batch, no chain is waiting
+ * to be compressed and the render finds no diagnostic that is not yet recorded, there is nothing
+ * to append — the summarizer is not even created, the context metrics and the flush are skipped.
+ *
+ * The check is conservative: it may report work where the planner then finds none (e.g. a chain
+ * held back by the recovery grace window), never the other way round.
+ */
+import type { PruneConfig } from "../config/config.js";
+import { detectChains } from "../chain/detect.js";
+import { branchMessages } from "../context/branch-messages.js";
+import { renderBranch } from "../render/render.js";
+import { sizeMessages } from "../report/counts.js";
+import type { Session } from "../session/session.js";
+import type { SessionEntry } from "../session/types.js";
+import { captureBatches } from "./capture.js";
+import { ToolCallIndexer } from "./indexer.js";
+import type { RunReport } from "./plan.js";
+import { protectionTest } from "./protect.js";
+import { CUSTOM_TYPES, type DiagnosticData } from "./types.js";
+
+export interface PendingWork {
+  /** Batches capture would hand to the flush. */
+  batches: number;
+  /** Closed chains older than the rolling window that have no chain entry yet. */
+  chains: number;
+  /** Render diagnostics not yet recorded as `context-prune-diagnostic` entries. */
+  diagnostics: number;
+}
+
+/**
+ * Closed chains with tool calls, not yet compressed, older than the `rollingWindow` most recent
+ * such chains (0 when chain compression is off).
+ */
+export function pendingChains(branch: SessionEntry[], indexer: ToolCallIndexer, config: PruneConfig): number {
+  if (!config.chainCompression.enabled) return 0;
+  const messages = branchMessages(branch)
+    .filter((m) => m.entry.type === "message")
+    .map((m) => m.message);
+  const candidates = detectChains(messages, protectionTest(config)).filter(
+    (c) => c.finalAssistantTimestamp !== null && c.middleToolCallIds.length > 0 && !indexer.chains.has(c.startUserTimestamp),
+  );
+  return Math.max(0, candidates.length - config.chainCompression.rollingWindow);
+}
+
+function recordedDiagnostics(branch: SessionEntry[]): Set<string> {
+  const seen = new Set<string>();
+  for (const e of branch) {
+    if (e.type !== "custom" || e.customType !== CUSTOM_TYPES.diagnostic) continue;
+    const d = e.data as Partial<DiagnosticData> | undefined;
+    if (d && typeof d.kind === "string") seen.add(`${d.kind}\0${d.detail ?? ""}`);
+  }
+  return seen;
+}
+
+/**
+ * What a run would have to do on this session, and the rendered context (for the report).
+ */
+export function pendingWork(
+  session: Session,
+  config: PruneConfig,
+): PendingWork & { capture: ReturnType<typeof captureBatches>; rendered: ReturnType<typeof renderBranch> } {
+  const indexer = ToolCallIndexer.fromBranch(session.branch);
+  const capture = captureBatches(session.branch, indexer, protectionTest(config), config.batchingMode);
+  const rendered = renderBranch(session.branch, config, indexer);
+  const recorded = recordedDiagnostics(session.branch);
+  return {
+    batches: capture.batches.length,
+    chains: pendingChains(session.branch, indexer, config),
+    diagnostics: rendered.diagnostics.filter((d) => !recorded.has(`${d.kind}\0${d.detail}`)).length,
+    capture,
+    rendered,
+  };
+}
+
+/**
+ * The report of a run that has nothing to do, or null when there is work (then plan as usual).
+ */
+export function idleRunReport(session: Session, config: PruneConfig): RunReport | null {
+  const work = pendingWork(session, config);
+  if (work.batches > 0 || work.chains > 0 || work.diagnostics > 0) return null;
+  const size = sizeMessages(work.rendered.after);
+  return {
+    session: session.path,
+    summarizer: "none (nothing to do)",
+    batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
+    calls: { spilled: 0, deduped: 0, protected: work.capture.protectedCalls, summarized: 0, unanswered: work.capture.unanswered },
+    chars: { raw: 0, summary: 0 },
+    context: { before: size, after: size },
+    usage: { input: 0, output: 0, cost: 0, calls: 0 },
+    failures: [],
+    entriesAppended: 0,
+    sidecars: 0,
+  };
+}
