@@ -124,7 +124,10 @@ async function runOne(path: string, options: RunOptions, config: PruneConfig, co
   }
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
   const idle = options.output ? null : idleRunReport(session, config);
-  if (idle) return { ...idle, dryRun, written: null, bytesAppended: 0, ...(migratedFrom !== undefined ? { migratedFrom } : {}), ...(backup ? { backup } : {}), wallMs: Date.now() - started };
+  if (idle) {
+    const migration = { ...(migratedFrom !== undefined ? { migratedFrom } : {}), ...(backup ? { backup } : {}) };
+    return { ...idle, dryRun, written: null, bytesAppended: 0, ...migration, wallMs: Date.now() - started };
+  }
   const summarizer = await createSummarizer({ kind: options.summarizer, model: options.model }, config, session);
   const plan = await planRun(session, {
     config,
