@@ -7,6 +7,8 @@
 //
 // Prints the wall time of each round, the median per setting, the speedup, the machine's load
 // average (the bench shares the machine), and checks that both settings print the same document.
+// A third setting, --jobs N in one thread (CONDENSE_WORKERS=0: p-limit only), shows what the
+// worker pool buys.
 import { spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
@@ -37,9 +39,13 @@ try {
     copyFileSync(path.join(sessions, src), path.join(dir, `${String(i).padStart(3, "0")}-${src}`));
   }
   const env = { ...process.env, PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1" };
-  const runOnce = (j) => {
+  const runOnce = (j, workers = true) => {
     const started = process.hrtime.bigint();
-    const r = spawnSync(process.execPath, [bin, "metrics", dir, "--json", "--quiet", "--jobs", String(j)], { env, encoding: "utf8", maxBuffer: 1 << 30 });
+    const r = spawnSync(process.execPath, [bin, "metrics", dir, "--json", "--quiet", "--jobs", String(j)], {
+      env: workers ? env : { ...env, CONDENSE_WORKERS: "0" },
+      encoding: "utf8",
+      maxBuffer: 1 << 30,
+    });
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
     if (r.status !== 0 && r.status !== 1) throw new Error(`metrics --jobs ${j} exited ${r.status}: ${r.stderr.slice(0, 500)}`);
     return { ms, stdout: r.stdout };
@@ -47,23 +53,30 @@ try {
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
   console.log(`metrics over ${files} sessions (${sources.length} distinct), ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-  const times = { 1: [], [jobs]: [] };
+  const times = { one: [], pool: [], limit: [] };
   let out1 = "";
   let outN = "";
   runOnce(1); // warm the page cache
   for (let round = 0; round < rounds; round++) {
     const a = runOnce(1);
     const b = runOnce(jobs);
-    times[1].push(a.ms);
-    times[jobs].push(b.ms);
+    const c = runOnce(jobs, false);
+    times.one.push(a.ms);
+    times.pool.push(b.ms);
+    times.limit.push(c.ms);
     out1 = a.stdout;
     outN = b.stdout;
-    console.log(`round ${round + 1}: --jobs 1 ${(a.ms / 1000).toFixed(2)} s, --jobs ${jobs} ${(b.ms / 1000).toFixed(2)} s`);
+    console.log(
+      `round ${round + 1}: --jobs 1 ${(a.ms / 1000).toFixed(2)} s, --jobs ${jobs} workers ${(b.ms / 1000).toFixed(2)} s, ` +
+        `--jobs ${jobs} one thread ${(c.ms / 1000).toFixed(2)} s`,
+    );
   }
-  const m1 = median(times[1]);
-  const mN = median(times[jobs]);
+  const m1 = median(times.one);
+  const mN = median(times.pool);
+  const mL = median(times.limit);
   const same = out1 === outN;
   console.log(`median: --jobs 1 ${(m1 / 1000).toFixed(2)} s, --jobs ${jobs} ${(mN / 1000).toFixed(2)} s, speedup ${(m1 / mN).toFixed(2)}x (target ≥ 1.6x)`);
+  console.log(`without worker threads (p-limit in one thread): --jobs ${jobs} ${(mL / 1000).toFixed(2)} s, speedup ${(m1 / mL).toFixed(2)}x`);
   console.log(`same document from both: ${same ? "yes" : "NO"}; load average now ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
   if (!same) process.exitCode = 1;
 } finally {

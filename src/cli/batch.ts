@@ -8,7 +8,7 @@
  *   CPU-bound work (`metrics`: parse, index, render) only gets faster on several cores that way.
  *   Each worker imports the task module once and runs one file at a time; results come back as
  *   structured clones. From TypeScript sources (tests) the pool is unavailable and the in-process
- *   path is used.
+ *   path is used; `CONDENSE_WORKERS=0` also forces it (for comparisons and debugging).
  */
 import pLimit from "p-limit";
 import { availableParallelism } from "node:os";
@@ -59,6 +59,7 @@ const WORKER_URL = new URL("./worker.js", import.meta.url);
 
 /** True when a worker pool can run `task` (compiled JavaScript on both sides). */
 export function workerPoolAvailable(task: RemoteTask | undefined): task is RemoteTask {
+  if (process.env.CONDENSE_WORKERS === "0") return false;
   return !!task && import.meta.url.endsWith(".js") && task.module.endsWith(".js") && existsSync(fileURLToPath(WORKER_URL));
 }
 
