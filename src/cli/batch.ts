@@ -107,12 +107,15 @@ class Progress {
   private readonly active = new Set<string>();
   private readonly spinner;
 
+  private readonly columns: number;
+
   constructor(
     out: Output,
     private readonly label: string,
     private readonly total: number,
   ) {
     this.spinner = total > 1 ? out.spinner(`${label} 0/${total}`) : null;
+    this.columns = (out.stderr as { columns?: number }).columns ?? 80;
   }
 
   start(path: string): void {
@@ -133,9 +136,15 @@ class Progress {
 
   private render(): void {
     if (!this.spinner) return;
+    const head = `${this.label} ${this.done}/${this.total}` + (this.failed ? `, ${this.failed} failed` : "");
     const current = [...this.active].pop();
-    this.spinner.text =
-      `${this.label} ${this.done}/${this.total}` + (this.failed ? `, ${this.failed} failed` : "") + (current ? ` — ${current}` : "");
+    if (!current) {
+      this.spinner.text = head;
+      return;
+    }
+    // One line: the current file, cut from the left to fit the terminal.
+    const room = Math.max(10, (this.columns || 80) - head.length - 6);
+    this.spinner.text = `${head} — ${current.length > room ? `…${current.slice(current.length - room + 1)}` : current}`;
   }
 }
 

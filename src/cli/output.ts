@@ -57,9 +57,12 @@ export class Output {
     this.stderr.write(`${this.ce.red("error:")} ${text}\n`);
   }
 
-  /** A spinner on a TTY stderr (not with --json or --quiet); otherwise null. */
+  /**
+   * A spinner on a TTY stderr (not with --json or --quiet); otherwise null. A terminal that reports
+   * 0 columns (e.g. a pty without a size) gets none: ora would count its lines as infinite.
+   */
   spinner(text: string): Ora | null {
-    if (this.json || this.quiet || !this.stderr.isTTY) return null;
+    if (this.json || this.quiet || !this.stderr.isTTY || (this.stderr as { columns?: number }).columns === 0) return null;
     return ora({ text, stream: this.stderr as NodeJS.WritableStream & { isTTY: boolean } }).start();
   }
 
