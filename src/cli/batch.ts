@@ -4,10 +4,11 @@
  *
  * Two ways to run the per-file work:
  * - in this process under a `p-limit` bound — good for I/O-bound work (`run` waiting on a model);
- * - in a pool of `worker_threads` when the caller names a {@link RemoteTask} and `--jobs` > 1 —
- *   CPU-bound work (`metrics`: parse, index, render) only gets faster on several cores that way.
- *   Each worker imports the task module once and runs one file at a time; results come back as
- *   structured clones. From TypeScript sources (tests) the pool is unavailable and the in-process
+ * - in a pool of threads when the caller names a {@link RemoteTask} and `--jobs` > 1 — CPU-bound
+ *   work (`metrics`: parse, index, render) only gets faster on several cores that way. `--jobs N`
+ *   means this thread plus N − 1 `worker_threads`; each worker imports the task module once, and
+ *   every thread takes the next file from a shared atomic counter. Results come back as structured
+ *   clones. From TypeScript sources (tests) the pool is unavailable and the in-process
  *   path is used; `CONDENSE_WORKERS=0` also forces it (for comparisons and debugging).
  */
 import pLimit from "p-limit";
@@ -66,7 +67,7 @@ export function workerPoolAvailable(task: RemoteTask | undefined): task is Remot
 /**
  * Run `work` over every file with at most `jobs` at once; results come back in input order.
  * Failures are caught per file and reported in the outcome. With `remote` and `jobs` > 1 the work
- * runs in worker threads instead (`work` is then not called).
+ * is shared between this thread (`work`) and worker threads (`remote`), which must compute the same.
  */
 export async function forEachSession<T>(
   files: string[],
@@ -78,7 +79,9 @@ export async function forEachSession<T>(
 ): Promise<FileOutcome<T>[]> {
   const progress = new Progress(out, label, files.length);
   try {
-    if (jobs > 1 && files.length > 1 && workerPoolAvailable(remote)) return await runInWorkers<T>(files, Math.min(jobs, files.length), remote, progress);
+    if (jobs > 1 && files.length > 1 && workerPoolAvailable(remote)) {
+      return await runInWorkers<T>(files, Math.min(jobs, files.length), remote, work, progress);
+    }
     const limit = pLimit(jobs);
     return await Promise.all(
       files.map((path) =>
@@ -148,62 +151,75 @@ class Progress {
   }
 }
 
-interface WorkerReply {
-  id: number;
-  result?: unknown;
-  error?: string;
-  exitCode?: number;
-}
+/** Messages from a worker: a file started, a file's outcome, or the queue is empty. */
+type WorkerMessage =
+  | { type: "start"; id: number }
+  | { type: "result"; id: number; result: unknown }
+  | { type: "failure"; id: number; error: string; exitCode: number }
+  | { type: "done" };
 
-async function runInWorkers<T>(files: string[], size: number, task: RemoteTask, progress: Progress): Promise<FileOutcome<T>[]> {
+/**
+ * The pool: `size - 1` worker threads plus this thread take file indices from one shared atomic
+ * counter until the list is exhausted, so no executor waits for another to hand it work (this
+ * thread's own work only delays the delivery of results, not the workers).
+ */
+async function runInWorkers<T>(
+  files: string[],
+  size: number,
+  task: RemoteTask,
+  work: (path: string) => Promise<T>,
+  progress: Progress,
+): Promise<FileOutcome<T>[]> {
   const outcomes: FileOutcome<T>[] = new Array(files.length);
-  let next = 0;
-  const workers: Worker[] = [];
+  const counter = new Int32Array(new SharedArrayBuffer(4));
+  const take = () => Atomics.add(counter, 0, 1);
+
   const runWorker = (): Promise<void> =>
     new Promise((resolve) => {
-      const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options } });
-      workers.push(worker);
+      const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options, files, counter } });
       let current = -1;
-      const feed = () => {
-        if (next >= files.length) {
+      worker.on("message", (message: WorkerMessage) => {
+        if (message.type === "start") {
+          current = message.id;
+          progress.start(files[current]);
+        } else if (message.type === "result" || message.type === "failure") {
+          const path = files[message.id];
+          outcomes[message.id] =
+            message.type === "result" ? { path, result: message.result as T } : { path, error: message.error, exitCode: message.exitCode };
+          progress.finish(path, message.type === "failure");
           current = -1;
-          void worker.terminate().then(() => resolve());
-          return;
-        }
-        current = next++;
-        progress.start(files[current]);
-        worker.postMessage({ id: current, path: files[current] });
-      };
-      worker.on("message", (reply: WorkerReply) => {
-        const path = files[reply.id];
-        if (reply.error !== undefined) {
-          outcomes[reply.id] = { path, error: reply.error, exitCode: reply.exitCode ?? 1 };
-          progress.finish(path, true);
-        } else {
-          outcomes[reply.id] = { path, result: reply.result as T };
-          progress.finish(path, false);
-        }
-        feed();
+        } else void worker.terminate();
       });
-      worker.on("error", (error) => {
-        // A crashed worker fails its current file; the pool carries on without it.
-        if (current >= 0) {
-          outcomes[current] = { path: files[current], ...failureOf(files[current], error) };
-          progress.finish(files[current], true);
-          current = -1;
-        }
-        resolve();
+      // A crashed worker loses its current file; it is run again here after the others.
+      worker.on("error", () => {
+        if (current >= 0) progress.finish(files[current], false);
+        current = -1;
       });
       worker.on("exit", () => resolve());
-      worker.once("online", feed);
     });
-  await Promise.all(Array.from({ length: size }, runWorker));
-  // Files no worker got to (every worker crashed) run here, sequentially, so nothing is lost.
+
+  const runHere = async (): Promise<void> => {
+    for (let i = take(); i < files.length; i = take()) {
+      const path = files[i];
+      progress.start(path);
+      try {
+        outcomes[i] = { path, result: await work(path) };
+        progress.finish(path, false);
+      } catch (error) {
+        outcomes[i] = { path, ...failureOf(path, error) };
+        progress.finish(path, true);
+      }
+      // Let the workers' messages (and the spinner) through between files.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+
+  await Promise.all([...Array.from({ length: size - 1 }, runWorker), runHere()]);
+  // Files a crashed worker had taken run here, one by one, so nothing is lost.
   for (let i = 0; i < files.length; i++) {
     if (outcomes[i]) continue;
     try {
-      const mod = await import(task.module);
-      outcomes[i] = { path: files[i], result: (await mod[task.fn](files[i], task.options)) as T };
+      outcomes[i] = { path: files[i], result: await work(files[i]) };
     } catch (error) {
       outcomes[i] = { path: files[i], ...failureOf(files[i], error) };
     }
