@@ -10,6 +10,7 @@ import { computeSessionMetrics } from "../src/report/session-metrics.js";
 import { CHARS4, loadTokenizer } from "../src/report/tokenizer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { branchMessages } from "../src/context/branch-messages.js";
+import { renderBranch } from "../src/render/render.js";
 import type { AgentMessage } from "../src/session/types.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
@@ -220,6 +221,10 @@ describe("metrics over every shared session", () => {
     expect(m.context.before.messages).toBeGreaterThan(0);
     // Untouched sessions: nothing indexed, so nothing pruned.
     expect(m.context.after).toEqual(m.context.before);
+    // Sizes summed from memoized per-message lengths equal one JSON.stringify of the whole context.
+    const rendered = renderBranch(session.branch, defaultConfig());
+    expect(m.context.before.chars).toBe(JSON.stringify(rendered.before).length);
+    expect(m.context.before.tokens).toBe(Math.round(JSON.stringify(rendered.before).length / 4));
     // The open-segment thinking never exceeds all thinking on the branch.
     const all = branchMessages(session.branch)
       .map((x) => x.message)

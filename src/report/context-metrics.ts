@@ -9,6 +9,7 @@ import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { ContextMetrics, FrontierData } from "../prune/types.js";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
+import { jsonLengthMemo, type JsonLength } from "./json-size.js";
 import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
 const json = (m: unknown) => JSON.stringify(m) ?? "";
@@ -33,6 +34,7 @@ const json = (m: unknown) => JSON.stringify(m) ?? "";
  *
  * @param messages branch messages in order (message entries, plus custom messages), not compaction-aware
  * @param tokenizer token estimate (default chars/4, the extension's)
+ * @param lengthOf `JSON.stringify(x).length`, possibly memoized and shared with other measurements
  */
 export function computeContextMetrics(
   messages: AgentMessage[],
@@ -40,18 +42,24 @@ export function computeContextMetrics(
   indexer: Pick<ToolCallIndexer, "isSummarized">,
   isProtected: ProtectionTest,
   tokenizer: Tokenizer = CHARS4,
+  lengthOf: JsonLength = jsonLengthMemo(),
 ): ContextMetrics {
   if (messages.length === 0) return { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 };
-  const texts = messages.map(json);
-  const sizes = texts.map((t) => t.length);
+  const sizes = messages.map((m) => lengthOf(m));
   const total = sizes.reduce((a, b) => a + b, 0);
   const openStart = openSegmentStart(messages);
+  const tokensOf = (value: object, chars: number) => (tokenizer.fromChars ? tokenizer.fromChars(chars) : tokenizer.count(json(value)));
 
-  const thinking: string[] = [];
+  let thinkingChars = 0;
+  const thinking: object[] = [];
   for (let i = openStart; i < messages.length; i++) {
     const m = messages[i];
     if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
-    for (const b of m.content) if (b?.type === "thinking") thinking.push(json(b));
+    for (const b of m.content) {
+      if (b?.type !== "thinking") continue;
+      thinking.push(b);
+      thinkingChars += lengthOf(b);
+    }
   }
 
   let largest = 0;
@@ -101,11 +109,12 @@ export function computeContextMetrics(
     if (!afterBoundaryAssistant && excluded.has(r.toolCallId)) continue;
     if (indexer.isSummarized(occurrenceKey(r.toolCallId, typeof r.timestamp === "number" ? r.timestamp : undefined))) continue;
     if (isProtected(r.toolName, callsById.get(r.toolCallId)?.args)) continue;
-    gap += tokenizer.count(texts[i]);
+    gap += tokensOf(m, sizes[i]);
   }
 
   return {
-    openCycleThinkingTokens: tokenizer.count(thinking.join("")),
+    // Summed first, rounded once (chars/4); other tokenizers count the concatenated blocks.
+    openCycleThinkingTokens: tokenizer.fromChars ? tokenizer.fromChars(thinkingChars) : tokenizer.count(thinking.map(json).join("")),
     largestChainSharePct: total > 0 ? Math.round((100 * largest) / total) : 0,
     frontierGapTokens: gap,
   };

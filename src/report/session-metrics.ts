@@ -15,6 +15,7 @@ import type { Session } from "../session/session.js";
 import type { AssistantMessage, SessionEntry } from "../session/types.js";
 import { computeContextMetrics } from "./context-metrics.js";
 import { findDiagnostics, faultCount, type Diagnostics } from "./diagnostics.js";
+import { jsonLengthMemo, jsonListLength, type JsonLength } from "./json-size.js";
 import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
 export interface ContextSize {
@@ -102,7 +103,11 @@ export function lineOf(session: Pick<Session, "indexOf" | "locations">, entry: S
   return i === undefined ? null : (session.locations[i]?.line ?? null);
 }
 
-function sizeOf(messages: unknown[], tokenizer: Tokenizer): ContextSize {
+function sizeOf(messages: object[], tokenizer: Tokenizer, lengthOf: JsonLength): ContextSize {
+  if (tokenizer.fromChars) {
+    const chars = jsonListLength(messages, lengthOf);
+    return { messages: messages.length, chars, tokens: tokenizer.fromChars(chars) };
+  }
   const text = JSON.stringify(messages);
   return { messages: messages.length, chars: text.length, tokens: tokenizer.count(text) };
 }
@@ -117,6 +122,8 @@ export function computeSessionMetrics(session: Session, config: PruneConfig, tok
   const isProtected = protectionTest(config);
   const indexer = ToolCallIndexer.fromBranch(branch);
   const where = (e: SessionEntry) => lineOf(session, e);
+  // Messages shared by the branch, the context before and the context after are serialized once.
+  const lengthOf = jsonLengthMemo();
 
   const roles: Record<string, number> = {};
   let toolCalls = 0;
@@ -140,10 +147,11 @@ export function computeSessionMetrics(session: Session, config: PruneConfig, tok
     indexer,
     isProtected,
     tokenizer,
+    lengthOf,
   );
   const rendered = renderBranch(branch, config, indexer);
-  const before = sizeOf(rendered.before, tokenizer);
-  const after = sizeOf(rendered.after, tokenizer);
+  const before = sizeOf(rendered.before, tokenizer, lengthOf);
+  const after = sizeOf(rendered.after, tokenizer, lengthOf);
   const diagnostics = findDiagnostics(projectBranch(branch), rendered.diagnostics, branch, where);
 
   let spills = 0;

@@ -12,10 +12,16 @@ export interface Tokenizer {
   name: TokenizerName;
   /** Estimated tokens of one text (for `chars4`: `Math.round(text.length / 4)`, UTF-16 units). */
   count(text: string): number;
+  /** Tokens from a length alone, for tokenizers that need no text (`chars4`); absent otherwise. */
+  fromChars?: (chars: number) => number;
 }
 
 /** `round(chars / 4)`: the extension's estimate. */
-export const CHARS4: Tokenizer = { name: "chars4", count: (text) => Math.round(text.length / 4) };
+export const CHARS4: Tokenizer = {
+  name: "chars4",
+  count: (text) => Math.round(text.length / 4),
+  fromChars: (chars) => Math.round(chars / 4),
+};
 
 let o200k: Tokenizer | null = null;
 
