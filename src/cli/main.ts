@@ -36,7 +36,7 @@ export function buildProgram(exit: ExitState): Command {
   program
     .name("condense")
     .description(
-      "Offline context pruning for Pi coding-agent sessions: replays the pi-condense pipeline on a\n" +
+      "Offline context pruning for Pi coding-agent sessions: replays the pi-condense pipeline on a " +
         "session file, appends the pruning entries so Pi resumes it small, and answers questions about it.",
     )
     .version("0.1.0")
@@ -58,21 +58,28 @@ export function buildProgram(exit: ExitState): Command {
 export async function main(argv: string[]): Promise<number> {
   const exit: ExitState = { code: 0 };
   const program = buildProgram(exit);
+  // With --json, a failure before the command printed its document still gives one JSON document.
+  const json = argv.slice(2).includes("--json");
+  const fail = (message: string, code: number): number => {
+    if (json) new Output({ json: true }).printJson({ error: { message, exitCode: code } });
+    return code;
+  };
   try {
     await program.parseAsync(argv);
     return exit.code;
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.exitCode === 0) return 0;
-      return 2;
+      return fail(error.message.replace(/^error: /, ""), 2);
     }
     const out = new Output({});
     if (error instanceof CondenseError) {
       out.error(error.message);
-      return error.exitCode;
+      return fail(error.message, error.exitCode);
     }
-    const detail = process.env.CONDENSE_DEBUG ? ((error as Error)?.stack ?? String(error)) : String((error as Error)?.message ?? error);
+    const message = String((error as Error)?.message ?? error);
+    const detail = process.env.CONDENSE_DEBUG ? ((error as Error)?.stack ?? message) : message;
     out.error(`unexpected failure: ${detail}${process.env.CONDENSE_DEBUG ? "" : " (set CONDENSE_DEBUG=1 for the stack)"}`);
-    return 1;
+    return fail(`unexpected failure: ${message}`, 1);
   }
 }

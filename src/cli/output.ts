@@ -5,7 +5,6 @@
  */
 import { Chalk, type ChalkInstance } from "chalk";
 import Table from "cli-table3";
-import ora, { type Ora } from "ora";
 
 export interface OutputOptions {
   json?: boolean;
@@ -58,12 +57,13 @@ export class Output {
   }
 
   /**
-   * A spinner on a TTY stderr (not with --json or --quiet); otherwise null. A terminal that reports
-   * 0 columns (e.g. a pty without a size) gets none: ora would count its lines as infinite.
+   * A spinner on a TTY stderr (not with --json or --quiet); otherwise null. `ora` is loaded on
+   * first use, so commands that never show one do not pay for it at start-up. A terminal that
+   * reports 0 columns (e.g. a pty without a size) gets none: ora would count its lines as infinite.
    */
-  spinner(text: string): Ora | null {
+  spinner(text: string): Spinner | null {
     if (this.json || this.quiet || !this.stderr.isTTY || (this.stderr as { columns?: number }).columns === 0) return null;
-    return ora({ text, stream: this.stderr as NodeJS.WritableStream & { isTTY: boolean } }).start();
+    return new Spinner(text, this.stderr);
   }
 
   /** A table rendered to a string; header cells are bold on a TTY. */
@@ -84,4 +84,44 @@ function colorLevel(stream: { isTTY?: boolean }): 0 | 1 | 2 | 3 {
   if ("NO_COLOR" in process.env && process.env.NO_COLOR !== "") return 0;
   if (force === "0" || force === "false") return 0;
   return stream.isTTY ? 1 : 0;
+}
+
+/** A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. */
+export class Spinner {
+  private ora: { text: string; stop(): unknown; start(): unknown; clear(): unknown; render(): unknown } | null = null;
+  private stopped = false;
+  private current: string;
+
+  constructor(text: string, stream: NodeJS.WritableStream) {
+    this.current = text;
+    void import("ora").then(({ default: ora }) => {
+      if (this.stopped) return;
+      this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean } });
+      this.ora.start();
+    });
+  }
+
+  get text(): string {
+    return this.current;
+  }
+
+  set text(value: string) {
+    this.current = value;
+    if (this.ora) this.ora.text = value;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.ora?.stop();
+  }
+
+  /** Erase the line (before printing something else on stderr). */
+  clear(): void {
+    this.ora?.clear();
+  }
+
+  /** Draw the line again after {@link clear}. */
+  render(): void {
+    this.ora?.render();
+  }
 }

@@ -204,5 +204,12 @@ export function loadConfig(sources: ConfigSources = {}): PruneConfig {
     setKey(config, key, value, `--set ${arg}`);
   }
   for (const [key, value] of Object.entries(sources.overrides ?? {})) setKey(config, key, value, `--${key}`);
+  if (config.spillThreshold <= config.spillPreviewBytes) {
+    // A preview as long as the output would make every spilled stub bigger than what it replaces.
+    throw new UsageError(
+      `spillThreshold (${config.spillThreshold}) must be greater than spillPreviewBytes (${config.spillPreviewBytes}): ` +
+        "a spilled output's stub holds a preview of that many bytes",
+    );
+  }
   return config;
 }

@@ -14,6 +14,7 @@
  */
 import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
+import { CondenseError } from "../util/errors.js";
 import type { NewEntry } from "../session/writer.js";
 import { composeSummary } from "../summarize/refs.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
@@ -205,7 +206,7 @@ const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
  * Run spill, dedup, trivial skip, summarization and the oversized check over captured batches,
  * updating `indexer` as the entries would.
  * @param batches captured batches in session order (see `captureBatches`)
- * @throws the summarizer's abort error when `signal` aborts
+ * @throws CondenseError (exit 130) when `signal` aborts while a summary is awaited
  */
 export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, options: FlushOptions): Promise<FlushResult> {
   const { config, summarizer } = options;
@@ -226,6 +227,9 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
               },
               options.signal,
             ),
+      ).then(
+        (result) => result,
+        (error: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: `summarizer failed: ${(error as Error)?.message ?? String(error)}` }),
       ).then((result) => {
         progress.done++;
         if (!result.ok) progress.failed++;
@@ -346,7 +350,7 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
           result.usage.cost += answer.usage.cost;
         }
         if (!answer.ok) {
-          if (answer.kind === "aborted") throw new Error("aborted");
+          if (answer.kind === "aborted") throw new CondenseError("interrupted; nothing was written", 130);
           kind = "failed";
           reason = `${answer.kind}: ${answer.reason}`;
         } else {

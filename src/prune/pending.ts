@@ -87,6 +87,7 @@ export function idleRunReport(session: Session, config: PruneConfig): RunReport 
     batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
     calls: { spilled: 0, deduped: 0, protected: work.capture.protectedCalls, summarized: 0, unanswered: work.capture.unanswered },
     chars: { raw: 0, summary: 0 },
+    chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size, after: size },
     usage: { input: 0, output: 0, cost: 0, calls: 0 },
     failures: [],

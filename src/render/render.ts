@@ -6,7 +6,7 @@ import type { PruneConfig } from "../config/config.js";
 import { convertToLlm, projectBranch } from "../context/projection.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest } from "../prune/protect.js";
-import type { Message, SessionEntry } from "../session/types.js";
+import type { AgentMessage, Message, SessionEntry } from "../session/types.js";
 import { pruneMessages, type RenderDiagnostic } from "./prune-messages.js";
 
 export interface Rendered {
@@ -14,6 +14,8 @@ export interface Rendered {
   before: Message[];
   /** The context after pruning. */
   after: Message[];
+  /** The context after pruning, before `convertToLlm` (Pi's own roles kept, for the transcript). */
+  afterAgent: AgentMessage[];
   /** Messages after each phase (converted). */
   phases: { phase: string; messages: Message[] }[];
   diagnostics: RenderDiagnostic[];
@@ -30,6 +32,7 @@ export function renderBranch(branch: SessionEntry[], config: PruneConfig, indexe
   return {
     before: convertToLlm(projected),
     after: convertToLlm(messages),
+    afterAgent: messages,
     phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(p.messages) })),
     diagnostics,
   };

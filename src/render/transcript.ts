@@ -1,21 +1,32 @@
 /**
- * The readable transcript of a message list: one header line per message (role, and for tool
- * messages the tool and call id), then its content. Stubs and synthetic blocks written by the
- * pruner are marked so a reader sees what was pruned.
+ * The readable transcript of a rendered context (SPEC.md section 7, `render` default format): one
+ * header line per message the model receives — its number, its role as sent, where it came from
+ * when Pi turned one of its own roles into a user message — then its content. What the pruner put
+ * there is tagged so a reader sees it even without colors: `[stub tN]` on stub-replaced results,
+ * `[pruner summary]` on summary messages, `[compressed chain bN]` on chain blocks, `[purged args]`
+ * on tool calls whose arguments were purged. Thinking shows its size and whether it is signed.
  */
 import type { ChalkInstance } from "chalk";
-import type { Message } from "../session/types.js";
+import { toLlmMessage } from "../context/projection.js";
+import { CUSTOM_TYPES } from "../prune/types.js";
+import type { AgentMessage, Message } from "../session/types.js";
+import { isPurgedArguments } from "./error-purge.js";
 
 const STUB_PREFIXES = ["[Summarized in pruner summary", "[Spilled: "];
-const SYNTHETIC_PREFIXES = ["<compressed-chain ", "## Pruner summary"];
+const CHAIN_PREFIX = /^<compressed-chain id="([^"]*)"/;
 
 /** True when a tool result's text is a pruner stub. */
 export function isStubText(text: string): boolean {
   return STUB_PREFIXES.some((p) => text.startsWith(p));
 }
 
+/** The ref a stub names (`tN`, or a raw id for records without a short ref). */
+export function stubRef(text: string): string | undefined {
+  return /ref `([^`]+)`/.exec(text)?.[1] ?? /context_tree_query\(([^)]+)\)/.exec(text)?.[1];
+}
+
 function blockText(block: unknown): string {
-  const b = block as { type?: string; text?: string; thinking?: string; name?: string; id?: string; arguments?: unknown; mimeType?: string; data?: string };
+  const b = block as { type?: string; text?: string; mimeType?: string; data?: string };
   switch (b?.type) {
     case "text":
       return b.text ?? "";
@@ -26,51 +37,98 @@ function blockText(block: unknown): string {
   }
 }
 
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content.map(blockText).join("\n");
+}
+
+/** Where a user message came from, when it was not typed by the user. */
+function origin(m: AgentMessage): { label: string; pruner: boolean } | undefined {
+  switch (m.role) {
+    case "custom":
+      return m.customType === CUSTOM_TYPES.summary
+        ? { label: "pruner summary", pruner: true }
+        : { label: `custom message ${m.customType}`, pruner: false };
+    case "bashExecution":
+      return { label: "bash execution", pruner: false };
+    case "branchSummary":
+      return { label: "branch summary", pruner: false };
+    case "compactionSummary":
+      return { label: "compaction summary", pruner: false };
+    default:
+      return undefined;
+  }
+}
+
+function indent(text: string, prefix: string): string {
+  return text
+    .split("\n")
+    .map((l) => prefix + l)
+    .join("\n");
+}
+
 /**
- * Format messages as a transcript.
- * @param messages what the provider would receive
+ * Format a rendered context as a transcript.
+ * @param messages the pruned messages before `convertToLlm` (plain pi-ai messages work too);
+ *   messages `convertToLlm` drops are not shown
  * @param c chalk instance (level 0 for plain text)
+ * @returns the transcript, messages separated by blank lines
  */
-export function formatTranscript(messages: Message[], c: ChalkInstance): string {
+export function formatTranscript(messages: AgentMessage[], c: ChalkInstance): string {
   const out: string[] = [];
-  messages.forEach((m, i) => {
-    const n = c.dim(`#${i + 1}`);
+  let n = 0;
+  for (const original of messages) {
+    const m: Message | undefined = toLlmMessage(original);
+    if (!m) continue;
+    n++;
+    const num = c.dim(`#${n}`);
     switch (m.role) {
       case "system": {
-        out.push(`${n} ${c.bold.magenta("system")}`);
-        out.push(typeof m.content === "string" ? m.content : m.content.map(blockText).join("\n"));
+        out.push(`${num} ${c.bold.magenta("system")}`);
+        out.push(contentText(m.content));
         break;
       }
       case "user": {
-        const text = typeof m.content === "string" ? m.content : m.content.map(blockText).join("\n");
-        const synthetic = SYNTHETIC_PREFIXES.some((p) => text.startsWith(p));
-        out.push(`${n} ${c.bold.green("user")}${synthetic ? ` ${c.cyan("[pruner]")}` : ""}`);
-        out.push(synthetic ? c.cyan(text) : text);
+        const text = contentText(m.content);
+        const from = origin(original);
+        const chain = CHAIN_PREFIX.exec(text);
+        const tags: string[] = [];
+        if (from) tags.push(from.pruner ? c.cyan(`[${from.label}]`) : c.dim(`(${from.label})`));
+        if (chain) tags.push(c.cyan(`[compressed chain ${chain[1]}]`));
+        out.push([`${num} ${c.bold.green("user")}`, ...tags].join(" "));
+        out.push(from?.pruner || chain ? c.cyan(text) : text);
         break;
       }
       case "assistant": {
-        out.push(`${n} ${c.bold.blue("assistant")} ${c.dim(`${m.provider ?? "?"}/${m.model ?? "?"}`)}`);
-        for (const block of m.content) {
-          if (block.type === "thinking") {
-            const sig = block.thinkingSignature ? `, signed` : "";
-            out.push(c.dim(`[thinking, ${block.thinking.length} chars${sig}]`));
-            out.push(c.dim(block.thinking));
-          } else if (block.type === "toolCall") {
-            out.push(`${c.yellow("→ call")} ${block.name} ${c.dim(block.id)} ${JSON.stringify(block.arguments)}`);
+        const stop = m.stopReason && m.stopReason !== "stop" && m.stopReason !== "toolUse" ? ` ${c.red(`(${m.stopReason})`)}` : "";
+        out.push(`${num} ${c.bold.blue("assistant")} ${c.dim(`${m.provider ?? "?"}/${m.model ?? "?"}`)}${stop}`);
+        for (const block of m.content ?? []) {
+          if (block?.type === "thinking") {
+            const signed = block.thinkingSignature ? ", signed" : "";
+            const redacted = (block as { redacted?: boolean }).redacted ? ", redacted" : "";
+            out.push(c.dim(`[thinking, ${block.thinking.length} chars${signed}${redacted}]`));
+            if (block.thinking) out.push(c.dim(indent(block.thinking, "  ")));
+          } else if (block?.type === "toolCall") {
+            const purged = isPurgedArguments(block.arguments);
+            const head = `${c.yellow("→ call")} ${block.name} ${c.dim(block.id)}${purged ? ` ${c.cyan("[purged args]")}` : ""}`;
+            out.push(`${head} ${purged ? c.cyan(JSON.stringify(block.arguments)) : JSON.stringify(block.arguments)}`);
           } else out.push(blockText(block));
         }
         break;
       }
       case "toolResult": {
-        const text = m.content.map(blockText).join("\n");
+        const text = contentText(m.content);
         const stub = isStubText(text);
-        const status = m.isError ? c.red(" error") : "";
-        out.push(`${n} ${c.bold.yellow("toolResult")} ${m.toolName} ${c.dim(m.toolCallId)}${status}${stub ? ` ${c.cyan("[stub]")}` : ""}`);
+        const tags: string[] = [];
+        if (m.isError) tags.push(c.red("error"));
+        if (stub) tags.push(c.cyan(`[stub ${stubRef(text) ?? "?"}]`));
+        out.push([`${num} ${c.bold.yellow("toolResult")} ${m.toolName} ${c.dim(m.toolCallId)}`, ...tags].join(" "));
         out.push(stub ? c.cyan(text) : text);
         break;
       }
     }
     out.push("");
-  });
+  }
   return out.join("\n");
 }

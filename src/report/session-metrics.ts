@@ -48,6 +48,8 @@ export interface SessionMetrics {
   tokenizer: Tokenizer["name"];
   entries: number;
   branchEntries: number;
+  /** Entries of the whole file by type. */
+  entryTypes: Record<string, number>;
   /** Message entries on the branch by role. */
   roles: Record<string, number>;
   toolCalls: number;
@@ -125,6 +127,8 @@ export function computeSessionMetrics(session: Session, config: PruneConfig, tok
   // Messages shared by the branch, the context before and the context after are serialized once.
   const lengthOf = jsonLengthMemo();
 
+  const entryTypes: Record<string, number> = {};
+  for (const e of session.entries) entryTypes[e.type] = (entryTypes[e.type] ?? 0) + 1;
   const roles: Record<string, number> = {};
   let toolCalls = 0;
   let toolResults = 0;
@@ -165,6 +169,7 @@ export function computeSessionMetrics(session: Session, config: PruneConfig, tok
     tokenizer: tokenizer.name,
     entries: session.entries.length,
     branchEntries: branch.length,
+    entryTypes,
     roles,
     toolCalls,
     toolResults,

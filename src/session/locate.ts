@@ -8,7 +8,6 @@ import { existsSync, readdirSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
-import { glob, isDynamicPattern } from "tinyglobby";
 import { UsageError } from "../util/errors.js";
 
 /** `$PI_CODING_AGENT_DIR`, default `~/.pi/agent`. */
@@ -122,7 +121,8 @@ export async function resolveSessionArgs(
       } else add(full);
       continue;
     }
-    if (isDynamicPattern(arg)) {
+    if (/[*?[\]{}]/.test(arg)) {
+      const { glob } = await import("tinyglobby");
       const files = (await glob(arg, { cwd, absolute: true, onlyFiles: true })).sort();
       if (files.length === 0) throw new UsageError(`${arg}: the glob matches no file`);
       files.forEach(add);

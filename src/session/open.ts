@@ -23,6 +23,17 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
     const why = e.code === "ENOENT" ? "no such file" : e.code === "EISDIR" ? "is a directory" : e.message;
     throw new UsageError(`${path}: cannot read: ${why}`);
   }
+  const version = session.header?.version;
+  if (typeof version === "number" && version > 3) {
+    session.warnings.push({
+      kind: "newer-version",
+      file: path,
+      line: 1,
+      offset: 0,
+      excerpt: `"version":${version}`,
+      message: `session format version ${version} is newer than the version 3 condense knows; entries are read as version 3`,
+    });
+  }
   for (const problem of session.problems) {
     if (problem.kind === "empty" || problem.kind === "not-jsonl") throw new UsageError(`${path}: ${problem.message}`);
     if (mode === "write") throw new UsageError(`${path}: ${problem.message}; refusing to write to it`);

@@ -11,7 +11,7 @@ import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
 
 /** A line Pi would skip, with where it is. */
 export interface ReadWarning {
-  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header";
+  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header" | "newer-version";
   file: string;
   line: number;
   /** Byte offset of the line start. */
@@ -122,6 +122,8 @@ class LineParser {
   readonly warnings: ReadWarning[] = [];
   header: SessionHeader | null = null;
   firstParsedIsHeader: boolean | null = null;
+  /** Line and kind of the first value Pi would take for the header. */
+  firstValue: { line: number; what: string } | null = null;
   lineNo = 0;
   nonBlank = 0;
   parsed = 0;
@@ -143,6 +145,11 @@ class LineParser {
       return;
     }
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      // Pi keeps any truthy value as an entry, so one before the header makes the file invalid there.
+      if (value && this.firstParsedIsHeader === null) {
+        this.firstParsedIsHeader = false;
+        this.firstValue = { line: this.lineNo, what: `a JSON ${Array.isArray(value) ? "array" : typeof value}` };
+      }
       this.warn("not-an-object", offset, text, "line is valid JSON but not an object; skipped");
       return;
     }
@@ -150,6 +157,7 @@ class LineParser {
     const record = value as Record<string, unknown>;
     if (this.firstParsedIsHeader === null) {
       this.firstParsedIsHeader = record.type === "session" && typeof record.id === "string";
+      this.firstValue = { line: this.lineNo, what: `a ${JSON.stringify(record.type)} entry` };
       if (this.firstParsedIsHeader) {
         this.header = record as SessionHeader;
         return;
@@ -194,12 +202,11 @@ class LineParser {
         message: `not a JSONL session: none of its ${this.nonBlank} non-blank line(s) is a JSON object`,
       });
     } else if (!this.header) {
-      const first = this.locations[0];
-      const firstType = this.entries[0]?.type;
+      const first = this.firstValue;
       problems.push({
         kind: "missing-header",
         message:
-          `no session header: the first entry (line ${first?.line}, a ${JSON.stringify(firstType)} entry) ` +
+          `no session header: the first entry (line ${first?.line}, ${first?.what}) ` +
           `should be {"type":"session","id",...}; Pi refuses to open such a file`,
       });
     }

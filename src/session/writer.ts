@@ -9,22 +9,22 @@
  */
 import { createHash } from "node:crypto";
 import { open, stat } from "node:fs/promises";
-import lockfile from "proper-lockfile";
+import { CondenseError } from "../util/errors.js";
 import type { Session } from "./session.js";
 import type { SessionEntry } from "./types.js";
 
 /** Thrown when the file changed between read and write; nothing was written (exit 1). */
-export class FileChangedError extends Error {
+export class FileChangedError extends CondenseError {
   constructor(readonly path: string, detail: string) {
-    super(`${path} changed since it was read (${detail}); nothing was written — run again`);
+    super(`${path} changed since it was read (${detail}); nothing was written — run again`, 1);
     this.name = "FileChangedError";
   }
 }
 
 /** Thrown when another process holds the session's lock; nothing was written (exit 1). */
-export class FileLockedError extends Error {
+export class FileLockedError extends CondenseError {
   constructor(readonly path: string) {
-    super(`${path} is locked by another process (is Pi or another condense writing it?); nothing was written`);
+    super(`${path} is locked by another process (is Pi or another condense writing it?); nothing was written`, 1);
     this.name = "FileLockedError";
   }
 }
@@ -98,6 +98,7 @@ export async function appendEntries(
   if (entries.length === 0) return 0;
   let release: (() => Promise<void>) | undefined;
   try {
+    const { default: lockfile } = await import("proper-lockfile");
     release = await lockfile.lock(session.path, { retries: { retries: 5, minTimeout: 50, maxTimeout: 500 }, stale: 30_000 });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ELOCKED") throw new FileLockedError(session.path);

@@ -14,9 +14,20 @@ const MAX_ARG_CHARS = 160;
 const FOOTER_ALLOWANCE = 170;
 const FOOTER_PER_CALL = 6;
 
-const KEY_ARGS = ["path", "file_path", "filePath", "command", "cmd", "pattern", "query", "url", "glob", "file"];
-const NOTABLE =
-  /\b(error|errors|failed|failure|fail|failing|exception|traceback|panic|fatal|cannot|can't|could not|not found|no such file|denied|refused|timed? ?out|segmentation fault|assert(ion)?|exit(ed)? (with )?(code|status))\b|✗|✘|×|^\s*(FAIL|not ok)\b|^\s*● /i;
+/** What a call acted on, most telling first; a pattern or query is followed by the path it searched. */
+const KEY_ARGS = ["command", "cmd", "pattern", "query", "url", "glob", "path", "file_path", "filePath", "file"];
+const SEARCH_ARGS = new Set(["pattern", "query", "glob"]);
+const PATH_ARGS = ["path", "file_path", "filePath", "file"];
+/** Kinds of lines worth keeping, most important first. */
+const NOTABLE: RegExp[] = [
+  /\b[A-Za-z]*(Error|Exception)\b:|\berror(\[\w+\])?:|\bpanic(ked)?\b|\bfatal\b|Traceback|segmentation fault/i,
+  /^\s*(FAIL|not ok)\b|✗|✘|×|^\s*● |\bfail(ed|ing|ure)?\b/i,
+  /exit(ed)? (with )?(code|status)|exit code/i,
+  /\b(errors?|cannot|can't|could not|not found|no such file|denied|refused|timed? ?out|assert(ion)?|warning)\b/i,
+  /(?:^|[\s(])(?:\.{0,2}\/)?[\w.@-]+(?:\/[\w.@-]+)*\.[A-Za-z]\w*:\d+/,
+];
+/** Lines that only decorate (rules, box drawing). */
+const DECORATION = /^[\s\-=_*#~⎯─━│┃┌┐└┘├┤┬┴┼.]*$/;
 const EXIT_CODE = /(?:exit(?:ed)?(?: with)? (?:code|status)|exit code:?)\s*[:=]?\s*(-?\d+)/i;
 const READ_TOOLS = new Set(["read", "read_file", "view", "cat", "open", "fetch", "web_fetch", "webfetch"]);
 
@@ -28,17 +39,17 @@ function crop(text: string, max: number): string {
 export function keyArgument(args: unknown): string | undefined {
   if (!args || typeof args !== "object") return undefined;
   const a = args as Record<string, unknown>;
-  const parts: string[] = [];
-  for (const name of KEY_ARGS) {
+  const str = (name: string) => {
     const v = a[name];
-    if (typeof v === "string" && v.trim() !== "") parts.push(v.split("\n")[0].trim());
-    if (parts.length === 2) break;
+    return typeof v === "string" && v.trim() !== "" ? v.split("\n")[0].trim() : undefined;
+  };
+  const primary = KEY_ARGS.find((name) => str(name) !== undefined);
+  if (primary) {
+    const where = SEARCH_ARGS.has(primary) ? PATH_ARGS.map(str).find((v) => v !== undefined) : undefined;
+    return crop(where ? `${str(primary)} in ${where}` : str(primary)!, MAX_ARG_CHARS);
   }
-  if (parts.length === 0) {
-    const first = Object.values(a).find((v) => typeof v === "string" && v.trim() !== "") as string | undefined;
-    if (first) parts.push(first.split("\n")[0].trim());
-  }
-  return parts.length > 0 ? crop(parts.join(" in "), MAX_ARG_CHARS) : undefined;
+  const first = Object.values(a).find((v) => typeof v === "string" && v.trim() !== "") as string | undefined;
+  return first ? crop(first.split("\n")[0].trim(), MAX_ARG_CHARS) : undefined;
 }
 
 function lineCount(text: string): number {
@@ -51,31 +62,37 @@ function lineCount(text: string): number {
 export function notableLines(call: SummaryCall): string[] {
   const text = call.resultText;
   if (text === "") return [];
+  if (READ_TOOLS.has(call.toolName.toLowerCase()) && !call.isError) return []; // file contents: path and size say enough
   const lines = text.split("\n");
-  const readLike = READ_TOOLS.has(call.toolName.toLowerCase()) && !call.isError;
-  const picked: string[] = [];
+  const ranked: { rank: number; index: number }[] = [];
+  lines.forEach((line, index) => {
+    if (DECORATION.test(line)) return;
+    const rank = NOTABLE.findIndex((re) => re.test(line));
+    if (rank >= 0) ranked.push({ rank, index });
+  });
+  ranked.sort((a, b) => a.rank - b.rank || a.index - b.index);
+  const picked: { index: number; text: string }[] = [];
   const seen = new Set<string>();
-  const take = (line: string) => {
-    const t = crop(line.trim(), MAX_LINE_CHARS);
-    if (t !== "" && !seen.has(t)) {
-      seen.add(t);
-      picked.push(t);
-    }
-  };
-  if (readLike) return []; // file contents: the path and size say what was read
-  for (const line of lines) {
+  for (const { index } of ranked) {
     if (picked.length >= MAX_NOTABLE_LINES) break;
-    if (NOTABLE.test(line)) take(line);
+    const t = crop(lines[index].trim(), MAX_LINE_CHARS);
+    if (t === "" || seen.has(t)) continue;
+    seen.add(t);
+    picked.push({ index, text: t });
   }
-  if (picked.length === 0 && call.isError) take(lines.find((l) => l.trim() !== "") ?? "");
-  return picked;
+  if (picked.length === 0 && call.isError) {
+    const first = lines.find((l) => l.trim() !== "");
+    if (first) picked.push({ index: 0, text: crop(first.trim(), MAX_LINE_CHARS) });
+  }
+  return picked.sort((a, b) => a.index - b.index).map((p) => p.text);
 }
 
 function header(call: SummaryCall, label: number): string {
   const arg = keyArgument(call.args);
   const exit = EXIT_CODE.exec(call.resultText.slice(-4000));
   const status = call.isError ? "ERROR" : "OK";
-  const size = `${call.resultText.length.toLocaleString("en-US")} chars, ${lineCount(call.resultText).toLocaleString("en-US")} lines`;
+  const lines = lineCount(call.resultText);
+  const size = `${call.resultText.length.toLocaleString("en-US")} chars, ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"}`;
   const facts = [status, exit ? `exit ${exit[1]}` : undefined, size].filter(Boolean).join(", ");
   return `- [[${label}:${call.toolName}]] ${call.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""} — ${facts}`;
 }

@@ -1,11 +1,12 @@
 /**
  * Choosing the summarizer (SPEC.md section 3): deterministic unless a model is named by `--model`
  * or by a concrete `summarizerModel`; `--summarizer llm` with `default` uses the session's own model.
+ * The model-backed summarizer is built by llm-setup.ts, loaded only when a model is asked for.
  */
 import type { PruneConfig } from "../config/config.js";
 import type { Session } from "../session/session.js";
-import { UsageError } from "../util/errors.js";
 import { deterministicSummarizer } from "./deterministic.js";
+import type { RetryPolicy } from "./llm.js";
 import type { Summarizer } from "./types.js";
 
 export interface SummarizerChoice {
@@ -13,6 +14,17 @@ export interface SummarizerChoice {
   kind?: "deterministic" | "llm";
   /** `--model provider/id`. */
   model?: string;
+  /** `--fallback-model provider/id`: where transient failures of the summarizer model go. */
+  fallbackModel?: string;
+}
+
+/** Environment and hooks, for tests and the CLI. */
+export interface SummarizerDeps {
+  env?: NodeJS.ProcessEnv;
+  /** Fallback notices and other one-line messages. */
+  onNotice?: (message: string) => void;
+  retry?: Partial<RetryPolicy>;
+  fallbackCooldownMs?: number;
 }
 
 /** What the choice resolves to, before any model is looked up. */
@@ -24,9 +36,12 @@ export function summarizerKind(choice: SummarizerChoice, config: PruneConfig): "
 
 /**
  * Build the summarizer for a session.
- * @throws UsageError when a model is asked for and cannot be used
+ * @throws UsageError when a model is asked for and cannot be used: bad reference, unknown
+ *   provider or model, missing API key (naming the environment variables pi-ai reads), OAuth-only
+ *   credentials, unusable auth.json / models.json
  */
-export async function createSummarizer(choice: SummarizerChoice, config: PruneConfig, _session: Session): Promise<Summarizer> {
+export async function createSummarizer(choice: SummarizerChoice, config: PruneConfig, session: Session, deps: SummarizerDeps = {}): Promise<Summarizer> {
   if (summarizerKind(choice, config) === "deterministic") return deterministicSummarizer;
-  throw new UsageError("model-written summaries are not available yet; use the deterministic summarizer (the default)");
+  const { createModelSummarizer } = await import("./llm-setup.js");
+  return createModelSummarizer(choice, config, session, deps);
 }

@@ -1,10 +1,85 @@
+/**
+ * `condense query <ref...>` (SPEC.md section 8): print the stored original output behind short
+ * refs (`t3`), occurrence keys (`id@timestamp`) or raw tool-call ids, from the session named by
+ * `--session` (default: the latest session of the current directory, so an agent can run
+ * `condense query t3` from its bash tool). Unknown refs are named on stderr and make the exit code
+ * 1; the others are still printed.
+ */
+import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import { ToolCallIndexer } from "../../prune/indexer.js";
+import { formatQueryBlock, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
+import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
 import { UsageError } from "../../util/errors.js";
 import { type ExitState, withCommonOptions } from "../main.js";
+import { Output } from "../output.js";
 
-export function registerQuery(program: Command, _exit: ExitState): void {
-  const cmd = program.command("query").description("(not built yet)");
-  withCommonOptions(cmd).action(async () => {
-    throw new UsageError("query is not built yet");
+interface QueryOptions {
+  session?: string;
+  full?: boolean;
+  json?: boolean;
+  quiet?: boolean;
+}
+
+export function registerQuery(program: Command, exit: ExitState): void {
+  const cmd = program
+    .command("query")
+    .description("print the stored original output behind short refs (t3), occurrence keys or raw tool-call ids")
+    .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
+    .option("--session <session>", "session file, id or id prefix (default: latest session of this directory)")
+    .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json",
+    );
+  withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
+    const out = new Output(options);
+    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : []);
+    if (files.length !== 1) throw new UsageError(`--session must name one session; ${options.session} names ${files.length} files`);
+    const session = await openSession(files[0], "read");
+    for (const w of session.warnings) out.warn(formatWarning(w));
+    const indexer = ToolCallIndexer.fromBranch(session.branch);
+    const readText = (path: string) => readFileSync(path, "utf8");
+    const full = !!options.full;
+
+    const results: Record<string, unknown>[] = [];
+    const blocks: string[] = [];
+    const unknown: { ref: string; reason: string }[] = [];
+    for (const ref of refs) {
+      const lookup = lookupRef(indexer, ref);
+      if (lookup.unknown) {
+        unknown.push({ ref, reason: lookup.unknown });
+        continue;
+      }
+      for (const hit of lookup.hits) {
+        const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, session.path, session.id) : [];
+        const body = recordBody(hit.record, candidates, readText);
+        const output = shownOutput(body.text, full);
+        if (options.json) {
+          results.push({
+            ref: hit.ref,
+            label: hit.label,
+            key: hit.key,
+            shortRef: hit.shortRef ?? null,
+            aliasOf: hit.aliasOf ?? null,
+            legacy: hit.legacy,
+            record: hit.record,
+            output: output.text,
+            outputSource: body.source,
+            ...(body.sidecarPath ? { sidecarPath: body.sidecarPath } : {}),
+            ...(body.sidecarError ? { sidecarError: body.sidecarError } : {}),
+            truncated: output.truncation
+              ? { shownLines: output.truncation.shownLines, totalLines: output.truncation.totalLines, by: output.truncation.by }
+              : null,
+          });
+        } else {
+          blocks.push(formatQueryBlock(hit, body, output, out.c));
+        }
+      }
+    }
+    if (options.json) out.printJson({ session: session.path, results, unknown });
+    else if (blocks.length > 0) out.print(blocks.join("\n\n"));
+    for (const u of unknown) out.error(`unknown ref ${u.ref}: ${u.reason}`);
+    if (unknown.length > 0) exit.code = 1;
   });
 }

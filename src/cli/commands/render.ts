@@ -6,7 +6,7 @@ import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { planRun } from "../../prune/plan.js";
 import { sizeMessages } from "../../report/counts.js";
-import { renderBranch } from "../../render/render.js";
+import { renderBranch, type Rendered } from "../../render/render.js";
 import { formatTranscript } from "../../render/transcript.js";
 import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
 import { createSummarizer } from "../../summarize/select.js";
@@ -33,7 +33,7 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
-    .option("--stats", "print sizes (chars and ~tokens) before and after each phase instead of the messages")
+    .option("--stats", "print sizes (chars and chars/4 tokens) after projection and after each phase instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
     .option("--model <provider/id>", "with --dry-run: summarizer model")
     .option("--config <file>", "JSON file with configuration keys")
@@ -58,20 +58,43 @@ export function registerRender(program: Command, _exit: ExitState): void {
       branch = plan.afterBranch;
     }
     const rendered = renderBranch(branch, config);
-    const stats = [
-      { phase: "projection", ...sizeMessages(rendered.before) },
-      ...rendered.phases.map((p) => ({ phase: p.phase, ...sizeMessages(p.messages) })),
-    ];
+    const stats = renderStats(rendered);
     if (options.json) {
       out.printJson({ session: session.path, dryRun: !!options.dryRun, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
       return;
     }
     if (options.stats) {
-      out.print(out.table(["phase", "messages", "chars", "~tokens"], stats.map((s, i) => [s.phase, i === 0 ? rendered.before.length : rendered.phases[i - 1].messages.length, s.chars, s.tokens]), ["left", "right", "right", "right"]));
-      return;
-    }
-    if (options.format === "json") out.printJson(rendered.after);
-    else out.print(formatTranscript(rendered.after, out.c));
+      out.print(
+        out.table(
+          ["after", "messages", "chars", "~tokens", "change"],
+          stats.map((s, i) => [s.phase, s.messages, s.chars, s.tokens, i === 0 ? "" : signed(s.chars - stats[i - 1].chars)]),
+          ["left", "right", "right", "right", "right"],
+        ),
+      );
+    } else if (options.format === "json") out.printJson(rendered.after);
+    else out.print(formatTranscript(rendered.afterAgent, out.c));
     for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
   });
+}
+
+/** One row of `--stats`: the size after projection, then after each phase. */
+export interface RenderStat {
+  phase: string;
+  messages: number;
+  /** Characters of the JSON message array. */
+  chars: number;
+  /** round(chars / 4). */
+  tokens: number;
+}
+
+/** Sizes after projection and after each phase (converted messages, as the provider gets them). */
+export function renderStats(rendered: Rendered): RenderStat[] {
+  return [
+    { phase: "projection", messages: rendered.before.length, ...sizeMessages(rendered.before) },
+    ...rendered.phases.map((p) => ({ phase: p.phase, messages: p.messages.length, ...sizeMessages(p.messages) })),
+  ];
+}
+
+function signed(n: number): string {
+  return n === 0 ? "0" : n > 0 ? `+${n.toLocaleString("en-US")}` : `−${(-n).toLocaleString("en-US")}`;
 }

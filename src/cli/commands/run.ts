@@ -4,9 +4,11 @@
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
 import { copyFile, readFile } from "node:fs/promises";
+import { setMaxListeners } from "node:events";
 import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
 import { loadConfig, type PruneConfig } from "../../config/config.js";
+import type { FlushProgress } from "../../prune/flush.js";
 import { planRun, type RunReport } from "../../prune/plan.js";
 import { idleRunReport } from "../../prune/pending.js";
 import { buildSession, formatWarning, openSession, resolveSessionArgs, type Session } from "../../session/index.js";
@@ -25,6 +27,7 @@ interface RunOptions extends ConfigFlags {
   dryRun?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
+  fallbackModel?: string;
   concurrency?: string;
   jobs?: string;
   chain?: boolean;
@@ -52,6 +55,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     .option("--dry-run", "compute everything, write nothing (not even sidecars)")
     .addOption(new Option("--summarizer <kind>", "deterministic (no model) or llm").choices(["deterministic", "llm"]))
     .option("--model <provider/id>", "summarizer model (implies --summarizer llm)")
+    .option("--fallback-model <provider/id>", "model for batches the summarizer model fails on transiently (default: the session's model)")
     .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
     .option("--concurrency <n>", "parallel summarizer calls", "4")
     .option("--jobs <n>", "sessions processed at once (default: number of cores)")
@@ -73,26 +77,51 @@ export function registerRun(program: Command, exit: ExitState): void {
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
     if (options.output && files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
-    const outcomes = await forEachSession(files, jobs, out, "condensing", (path) =>
-      runOne(path, options, config, concurrency, out),
-    );
+    // Ctrl-C: abort in-flight summarizer calls; a session not yet written stays untouched (exit 130).
+    // A second Ctrl-C exits at once.
+    const interrupt = new AbortController();
+    setMaxListeners(0, interrupt.signal); // one listener per in-flight call
+    const onSigint = () => {
+      if (interrupt.signal.aborted) process.exit(130);
+      interrupt.abort();
+    };
+    process.on("SIGINT", onSigint);
+    let outcomes;
+    try {
+      outcomes = await forEachSession(files, jobs, out, "condensing", (path) =>
+        runOne(path, options, config, concurrency, out, interrupt.signal, files.length === 1),
+      );
+    } finally {
+      process.off("SIGINT", onSigint);
+    }
     const results = outcomes.filter((o) => o.result).map((o) => o.result!);
     const failures = outcomes.filter((o) => o.error).map((o) => ({ session: o.path, error: o.error!, exitCode: o.exitCode ?? 1 }));
     if (failures.length > 0) {
       // A single unusable input is a usage error (2); with several files, any failure is exit 1.
       exit.code = files.length === 1 ? failures[0].exitCode : 1;
     }
+    if (interrupt.signal.aborted) exit.code = 130;
     if (options.json) {
       out.printJson({ sessions: results, failures: failures.map(({ session, error }) => ({ session, error })), wallMs: Date.now() - started });
       return;
     }
     for (const f of failures) out.error(f.error);
-    if (results.length > 0 && !options.quiet) out.print(formatReport(results, out));
+    if (results.length > 0) out.print(formatReport(results, out));
   });
 }
 
-async function runOne(path: string, options: RunOptions, config: PruneConfig, concurrency: number, out: Output): Promise<RunFileResult> {
+async function runOne(
+  path: string,
+  options: RunOptions,
+  config: PruneConfig,
+  concurrency: number,
+  out: Output,
+  signal: AbortSignal,
+  showProgress: boolean,
+): Promise<RunFileResult> {
   const started = Date.now();
+  const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
+  if (signal.aborted) throw interrupted();
   let session = await openSession(path, "write");
   for (const w of session.warnings) out.warn(formatWarning(w));
   const dryRun = !!options.dryRun;
@@ -128,14 +157,37 @@ async function runOne(path: string, options: RunOptions, config: PruneConfig, co
     const migration = { ...(migratedFrom !== undefined ? { migratedFrom } : {}), ...(backup ? { backup } : {}) };
     return { ...idle, dryRun, written: null, bytesAppended: 0, ...migration, wallMs: Date.now() - started };
   }
-  const summarizer = await createSummarizer({ kind: options.summarizer, model: options.model }, config, session);
-  const plan = await planRun(session, {
+  let spinner: ReturnType<Output["spinner"]> = null;
+  const notice = (message: string) => {
+    spinner?.clear();
+    out.warn(`${path}: ${message}`);
+    spinner?.render();
+  };
+  const summarizer = await createSummarizer(
+    { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
     config,
-    summarizer,
-    concurrency,
-    nowMs: nowMs(),
-    targetPath: options.output ?? path,
-  });
+    session,
+    { onNotice: notice },
+  );
+  if (showProgress && !summarizer.local) spinner = out.spinner(`summarizing with ${summarizer.name}`);
+  let plan;
+  try {
+    plan = await planRun(session, {
+      config,
+      summarizer,
+      concurrency,
+      nowMs: nowMs(),
+      targetPath: options.output ?? path,
+      signal,
+      onProgress: spinner ? (p) => (spinner!.text = progressLine(summarizer.name, p)) : undefined,
+    });
+  } catch (error) {
+    if (signal.aborted) throw interrupted();
+    throw error;
+  } finally {
+    spinner?.stop();
+  }
+  if (signal.aborted) throw interrupted();
   let written: string | null = null;
   let bytesAppended = 0;
   if (!dryRun && plan.entries.length > 0 || (!dryRun && options.output)) {
@@ -177,6 +229,17 @@ function reparse(path: string, text: string, previous: Session): Session {
   const raw = parseSessionText(path, text);
   raw.mtimeMs = previous.mtimeMs;
   return buildSession(raw);
+}
+
+/** `summarizing with p/m: 12/96 batches · 1 failed · 45.2k tokens · $0.0123` */
+export function progressLine(model: string, p: FlushProgress): string {
+  const tokens = p.usage.input + p.usage.output;
+  const shown = tokens >= 1000 ? `${(tokens / 1000).toFixed(1)}k` : String(tokens);
+  const parts = [`${p.done}/${p.total} batches`];
+  if (p.failed > 0) parts.push(`${p.failed} failed`);
+  parts.push(`${shown} tokens`);
+  if (p.usage.cost > 0) parts.push(`$${p.usage.cost.toFixed(4)}`);
+  return `summarizing with ${model}: ${parts.join(" · ")}`;
 }
 
 function pct(before: number, after: number): string {
@@ -225,6 +288,10 @@ function formatReport(results: RunFileResult[], out: Output): string {
   );
   const lines = [table];
   for (const r of results) {
+    if (r.usage.calls > 0) {
+      const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
+      lines.push(`${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`);
+    }
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
     if (r.backup) lines.push(`${r.session}: migrated from v${r.migratedFrom}; backup at ${r.backup}`);
     if (r.written && r.written !== r.session) lines.push(`wrote ${r.written}`);

@@ -1,0 +1,356 @@
+/**
+ * Chain compression at run time (SPEC.md section 6 step 8; seeds/PRUNING.md "Chain Compression",
+ * "Rolling window", "Range summary fusion", "Deterministic fallback (uncovered chains)",
+ * "Protected-output relocation"): closed chains older than the `rollingWindow` most recent ones
+ * become `context-prune-chain` entries. The body is, in order of preference, one fused summary of
+ * the chain's per-batch summaries (when two or more distinct ones cover it), the single summary
+ * (left for the renderer to pick up), or — for a chain no summary covers — a deterministic body
+ * written after back-filling the chain's tool calls into the index.
+ *
+ * Nothing is written here: the entries are returned and the indexer is updated as they would.
+ */
+import pLimit from "p-limit";
+import type { PruneConfig } from "../config/config.js";
+import { resultTextOf } from "../prune/capture.js";
+import { contentHash } from "../prune/content-hash.js";
+import type { Sidecar } from "../prune/flush.js";
+import { parseOccurrenceKey, type ToolCallIndexer } from "../prune/indexer.js";
+import { occurrenceKey } from "../prune/occurrence-key.js";
+import type { ProtectionTest } from "../prune/protect.js";
+import { headPreview, sidecarPath } from "../prune/spill.js";
+import {
+  CUSTOM_TYPES,
+  type ChainEntryData,
+  type DiagnosticData,
+  type IndexEntryData,
+  type SummaryToolCallRef,
+  type ToolCallRecord,
+} from "../prune/types.js";
+import { recoveryGraceKeys } from "../render/stub-replace.js";
+import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
+import type { NewEntry } from "../session/writer.js";
+import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import { detectChains, type ChainRange } from "./detect.js";
+import { resolveRange } from "./resolve.js";
+
+/** A context message and, when it came from one, its session entry (whose message is the raw original). */
+export interface ChainSourceItem {
+  message: AgentMessage;
+  entry?: SessionEntry;
+}
+
+export interface CompressOptions {
+  config: PruneConfig;
+  summarizer: Summarizer;
+  isProtected: ProtectionTest;
+  /** Parallel fusion calls. */
+  concurrency: number;
+  /** Epoch ms written as `compressedAt`. */
+  nowMs: number;
+  /** Session file the entries go to: sidecars of back-filled spills live beside it. */
+  targetPath: string;
+  sessionId: string;
+  /**
+   * Occurrence keys of calls whose batch failed to summarize in this run: a chain holding one waits
+   * for a later run rather than dropping an output nothing indexed.
+   */
+  pendingKeys?: Set<string>;
+  /** `kind\0detail` of diagnostics already on the branch: never written twice. */
+  existingDiagnostics?: Set<string>;
+  signal?: AbortSignal;
+}
+
+export interface CompressResult {
+  /** Per compressed chain, in chain order: [back-fill index entry], chain entry. */
+  entries: NewEntry[];
+  /** New `context-prune-diagnostic` entries (`backfill-empty`). */
+  diagnostics: NewEntry[];
+  sidecars: Sidecar[];
+  chainsCompressed: number;
+  /** Chains whose body is a fused range summary. */
+  rangesSummarized: number;
+  /** Tool calls back-filled into the index. */
+  backfilledCalls: number;
+  /** Chains held back: a `context_tree_query` result inside the recovery grace window, or a failed batch. */
+  waiting: number;
+  usage: SummarizerUsage;
+  /** Model calls made for fusion (0 with the deterministic summarizer). */
+  modelCalls: number;
+}
+
+/** The key a chain's calls are looked up by: occurrence keys when it has results, else bare ids. */
+export function chainLookupKeys(chain: Pick<ChainRange, "middleOccurrenceKeys" | "middleToolCallIds">): string[] {
+  return chain.middleOccurrenceKeys.length > 0 ? chain.middleOccurrenceKeys : chain.middleToolCallIds;
+}
+
+/**
+ * Closed chains to compress now: closed, not yet in the registry, with at least one tool call; all
+ * but the `rollingWindow` most recent such chains; then minus those holding a `context_tree_query`
+ * result still inside the recovery grace window (they wait; the window is decided before this).
+ * @returns the eligible chains and how many wait for the grace window
+ */
+export function selectEligibleChains(
+  messages: AgentMessage[],
+  indexer: Pick<ToolCallIndexer, "chains">,
+  config: Pick<PruneConfig, "chainCompression" | "recoveryGraceTurns">,
+  isProtected: ProtectionTest,
+): { eligible: ChainRange[]; waiting: number } {
+  const candidates = detectChains(messages, isProtected).filter(
+    (c) => c.finalAssistantTimestamp !== null && !indexer.chains.has(c.startUserTimestamp) && c.middleToolCallIds.length > 0,
+  );
+  const aged = candidates.slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow));
+  const grace = recoveryGraceKeys(messages, config.recoveryGraceTurns);
+  const eligible = aged.filter((c) => !c.middleOccurrenceKeys.some((k) => grace.has(k)));
+  return { eligible, waiting: aged.length - eligible.length };
+}
+
+/** Distinct per-batch summary texts covering any of `keys`, in branch order. */
+export function coveringSummaries(indexer: Pick<ToolCallIndexer, "summaries">, keys: string[], byBareId = false): string[] {
+  const wanted = new Set(keys);
+  const out: string[] = [];
+  for (const s of indexer.summaries) {
+    const hit = s.refs.some((r) => wanted.has(byBareId ? r.toolCallId : occurrenceKey(r.toolCallId, r.resultTimestamp)));
+    if (hit && !out.includes(s.text)) out.push(s.text);
+  }
+  return out;
+}
+
+/** Short refs of a chain's calls, in chain order, each once (a dedup alias shares its original's ref). */
+export function chainToolRefs(indexer: Pick<ToolCallIndexer, "shortRefFor">, keys: string[]): string[] {
+  const refs: string[] = [];
+  for (const key of keys) {
+    const ref = indexer.shortRefFor(key);
+    if (ref && !refs.includes(ref)) refs.push(ref);
+  }
+  return refs;
+}
+
+const EXCERPT_CHARS = 200;
+
+function excerpt(args: unknown): string {
+  const json = JSON.stringify(args) ?? "";
+  return json.length > EXCERPT_CHARS ? `${json.slice(0, EXCERPT_CHARS)}…` : json;
+}
+
+/** One tool call of a chain as the deterministic body describes it. */
+export interface ChainCall {
+  toolName: string;
+  args: unknown;
+  /** Epoch ms: the result's timestamp. */
+  at: number;
+}
+
+/**
+ * The zero-model body of a chain no summary covers: call count, tool histogram (most used first,
+ * then by name), time span, first and last call (arguments as JSON, cut at 200 chars), and refs
+ * (bare ids when there are none).
+ * @param calls the chain's indexed calls, in chain order (at least one)
+ * @param refs short refs, in chain order
+ * @param fallbackIds bare ids listed when `refs` is empty
+ */
+export function deterministicChainBody(calls: ChainCall[], refs: string[], fallbackIds: string[]): string {
+  const counts = new Map<string, number>();
+  for (const c of calls) counts.set(c.toolName, (counts.get(c.toolName) ?? 0) + 1);
+  const histogram = [...counts]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    .map(([name, n]) => `${name} ×${n}`)
+    .join(", ");
+  const byTime = calls.map((c, i) => ({ c, i })).sort((a, b) => a.c.at - b.c.at || a.i - b.i).map((x) => x.c);
+  const first = byTime[0];
+  const last = byTime[byTime.length - 1];
+  const seconds = Math.round((last.at - first.at) / 1000);
+  return [
+    "Sub-task compressed without a model (no per-batch summary covered it). Every output below is recoverable by ref with context_tree_query.",
+    `Calls: ${calls.length}`,
+    `Tools: ${histogram}`,
+    `Time: ${new Date(first.at).toISOString()} to ${new Date(last.at).toISOString()} (${seconds} s)`,
+    `First call: ${first.toolName} ${excerpt(first.args)}`,
+    `Last call: ${last.toolName} ${excerpt(last.args)}`,
+    `Refs: ${(refs.length > 0 ? refs : fallbackIds).join(", ")}`,
+  ].join("\n");
+}
+
+/**
+ * Records for a chain's calls that are in neither the index nor the dedup aliases and are not
+ * protected: walk the resolved range, pairing each tool result with the call that opened it.
+ * `turnIndex` is -1 and `timestamp` the result's own timestamp (there is no batch).
+ */
+export function extractChainRecords(items: ChainSourceItem[], chain: ChainRange, indexer: Pick<ToolCallIndexer, "isSummarized">): ToolCallRecord[] {
+  const messages = items.map((i) => i.message);
+  const range = resolveRange(messages, chain.startUserTimestamp, chain.finalAssistantTimestamp);
+  if (!range) return [];
+  const protectedIds = new Set(chain.protectedToolCallIds);
+  const calls = new Map<string, { name: string; args: unknown }>();
+  const records: ToolCallRecord[] = [];
+  const taken = new Set<string>();
+  for (let i = range.startIndex + 1; i < range.endIndex; i++) {
+    const m = messages[i];
+    if (m.role === "assistant") {
+      for (const b of (m as AssistantMessage).content ?? []) {
+        if (b?.type === "toolCall" && b.id && !calls.has(b.id)) calls.set(b.id, { name: b.name, args: b.arguments ?? {} });
+      }
+      continue;
+    }
+    if (m.role !== "toolResult") continue;
+    const raw = (items[i].entry?.type === "message" ? (items[i].entry!.message as ToolResultMessage) : m) as ToolResultMessage;
+    const call = calls.get(raw.toolCallId);
+    if (!call || protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number") continue;
+    const key = occurrenceKey(raw.toolCallId, raw.timestamp);
+    if (indexer.isSummarized(key) || taken.has(key)) continue;
+    taken.add(key);
+    records.push({
+      toolCallId: raw.toolCallId,
+      toolName: call.name,
+      args: call.args,
+      resultText: resultTextOf(raw),
+      isError: raw.isError === true,
+      turnIndex: -1,
+      timestamp: raw.timestamp,
+      resultTimestamp: raw.timestamp,
+    });
+  }
+  return records;
+}
+
+const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
+
+function custom(customType: string, data: unknown): NewEntry {
+  return { type: "custom", customType, data };
+}
+
+/**
+ * Compress the eligible chains of a session's context.
+ * @param items the projected context (compaction-aware), each with its source entry
+ * @param indexer the index after this run's flush; updated with back-filled records, refs and chains
+ * @throws Error("aborted") when `signal` aborts during a fusion call
+ */
+export async function compressChains(items: ChainSourceItem[], indexer: ToolCallIndexer, options: CompressOptions): Promise<CompressResult> {
+  const { config, summarizer } = options;
+  const result: CompressResult = {
+    entries: [],
+    diagnostics: [],
+    sidecars: [],
+    chainsCompressed: 0,
+    rangesSummarized: 0,
+    backfilledCalls: 0,
+    waiting: 0,
+    usage: zeroUsage(),
+    modelCalls: 0,
+  };
+  const messages = items.map((i) => i.message);
+  const selected = selectEligibleChains(messages, indexer, config, options.isProtected);
+  const pending = options.pendingKeys ?? new Set<string>();
+  const eligible = selected.eligible.filter((c) => !c.middleOccurrenceKeys.some((k) => pending.has(k)));
+  result.waiting = selected.waiting + selected.eligible.length - eligible.length;
+  if (eligible.length === 0) return result;
+
+  // Fusion inputs depend only on the per-batch summaries, so every call can start now.
+  const limit = pLimit(Math.max(1, options.concurrency));
+  const bodiesOf = eligible.map((chain) => coveringSummaries(indexer, chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
+  const fusions: (Promise<SummarizerResult> | null)[] = bodiesOf.map((bodies) =>
+    config.chainCompression.fuseRangeSummary && bodies.length >= 2
+      ? limit(() =>
+          options.signal?.aborted
+            ? Promise.resolve<SummarizerResult>({ ok: false, kind: "aborted", reason: "aborted" })
+            : summarizer.fuseRange(bodies, options.signal),
+        )
+      : null,
+  );
+  // Settle every call before anything throws, so no promise is left unobserved.
+  const answers = await Promise.all(
+    fusions.map((f) => (f ? f.catch((e: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: String(e) })) : null)),
+  );
+
+  for (let n = 0; n < eligible.length; n++) {
+    const chain = eligible[n];
+    const keys = chainLookupKeys(chain);
+    const answer = answers[n];
+    if (answer?.usage) {
+      result.usage.input += answer.usage.input;
+      result.usage.output += answer.usage.output;
+      result.usage.cost += answer.usage.cost;
+    }
+    if (answer && !answer.ok && answer.kind === "aborted") throw new Error("aborted");
+
+    let rangeSummaryText: string | undefined;
+    let deterministic = false;
+    const backfill: NewEntry[] = [];
+    if (bodiesOf[n].length > 0) {
+      if (answer?.ok && answer.text.trim() !== "") {
+        rangeSummaryText = answer.text;
+        result.rangesSummarized++;
+        if (!summarizer.local) result.modelCalls++;
+      } else if (answer?.ok && !summarizer.local) result.modelCalls++;
+      // A failed or empty fusion leaves the body to the renderer: the per-batch summaries themselves.
+    } else {
+      const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
+      const fresh = extractChainRecords(items, chain, indexer);
+      if (indexed.length === 0 && fresh.length === 0) {
+        const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
+        if (!fullyProtected) {
+          const diagnostic: DiagnosticData = {
+            kind: "backfill-empty",
+            detail: `start=${chain.startUserTimestamp} middles=${chain.middleToolCallIds.length}: no tool output of this chain could be indexed`,
+          };
+          const seen = `${diagnostic.kind}\0${diagnostic.detail}`;
+          if (!options.existingDiagnostics?.has(seen)) {
+            options.existingDiagnostics?.add(seen);
+            result.diagnostics.push(custom(CUSTOM_TYPES.diagnostic, diagnostic));
+          }
+        }
+        continue;
+      }
+      if (fresh.length > 0) {
+        const refs: SummaryToolCallRef[] = [];
+        for (const record of fresh) {
+          if (record.resultText.length >= config.spillThreshold) {
+            const key = occurrenceKey(record.toolCallId, record.resultTimestamp);
+            const path = sidecarPath(options.targetPath, options.sessionId, key);
+            const text = record.resultText;
+            result.sidecars.push({ path, text });
+            record.resultText = "";
+            record.spillPath = path;
+            record.spillBytes = Buffer.byteLength(text, "utf8");
+            record.resultPreview = headPreview(text, config.spillPreviewBytes);
+            record.contentHash = contentHash(record.toolName, text);
+          }
+          refs.push(indexer.allocateRef(record));
+        }
+        const data: IndexEntryData = { toolCalls: fresh, backfilled: true, refs };
+        backfill.push(custom(CUSTOM_TYPES.index, data));
+        for (const record of fresh) indexer.addRecord(record, false);
+        indexer.registerRefs(refs);
+        result.backfilledCalls += fresh.length;
+      }
+      deterministic = true;
+    }
+
+    const toolRefs = chainToolRefs(indexer, keys);
+    if (deterministic) {
+      const calls: ChainCall[] = [];
+      for (const key of keys) {
+        const record = indexer.getRecord(key);
+        if (!record) continue;
+        const at = parseOccurrenceKey(key).resultTimestamp ?? record.resultTimestamp ?? record.timestamp;
+        calls.push({ toolName: record.toolName, args: record.args, at });
+      }
+      rangeSummaryText = deterministicChainBody(calls, toolRefs, chain.middleToolCallIds);
+    }
+    const entry: ChainEntryData = {
+      blockId: indexer.allocateBlockId(),
+      startUserTimestamp: chain.startUserTimestamp,
+      droppedToolCallIds: chain.middleToolCallIds,
+      finalAssistantTimestamp: chain.finalAssistantTimestamp,
+      toolRefs,
+      compressedAt: options.nowMs,
+    };
+    if (rangeSummaryText !== undefined) entry.rangeSummaryText = rangeSummaryText;
+    if (deterministic) entry.bodySource = "deterministic";
+    if (chain.protectedToolCallIds.length > 0) entry.protectedToolCallIds = chain.protectedToolCallIds;
+    if (chain.middleOccurrenceKeys.length > 0) entry.droppedOccurrenceKeys = chain.middleOccurrenceKeys;
+    indexer.chains.set(entry.startUserTimestamp, entry);
+    result.entries.push(...backfill, custom(CUSTOM_TYPES.chain, entry));
+    result.chainsCompressed++;
+  }
+  return result;
+}

@@ -1,0 +1,202 @@
+/**
+ * `query` (SPEC.md section 8; seeds/PRUNING.md "Pruned Data Is Still Available", "Multi-occurrence
+ * recovery"): the stored original output behind a ref — the offline twin of the extension's
+ * `context_tree_query`. Pure: the caller reads sidecar files through the function it passes in.
+ *
+ * - A short ref `tN` resolves to exactly one record.
+ * - An occurrence key `id@timestamp` (or a dedup alias's key) resolves to that one occurrence.
+ * - A raw tool-call id returns every occurrence that shares it, indexed records and dedup aliases
+ *   alike, oldest first, each labelled `id@timestamp` (a legacy record without a result timestamp
+ *   keeps the bare id and is flagged as legacy).
+ */
+import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import type { ToolCallIndexer } from "../prune/indexer.js";
+import { parseOccurrenceKey } from "../prune/indexer.js";
+import type { ToolCallRecord } from "../prune/types.js";
+import { blobsFolder } from "../prune/spill.js";
+import { truncateHead, truncationNotice, type HeadTruncation } from "./truncate.js";
+
+/** One occurrence a ref resolved to. */
+export interface QueryHit {
+  /** The ref as it was asked for. */
+  ref: string;
+  /** What the block is labelled: the short ref, or `id@timestamp` for raw-id lookups. */
+  label: string;
+  /** Occurrence key of this occurrence (the bare id for a legacy record). */
+  key: string;
+  /** The short ref of this occurrence, when it has one. */
+  shortRef?: string;
+  /** The stored record: the original's when this occurrence is a dedup alias. */
+  record: ToolCallRecord;
+  /** For a dedup alias: the occurrence key of the original whose output is shown. */
+  aliasOf?: string;
+  /** True when the occurrence has no result timestamp (a record from before occurrence keys). */
+  legacy: boolean;
+}
+
+export interface QueryLookup {
+  hits: QueryHit[];
+  /** Why nothing was found (undefined when something was). */
+  unknown?: string;
+}
+
+const SHORT_REF = /^t\d+$/;
+
+/**
+ * Resolve one ref against the index.
+ * @returns every occurrence it names, or `unknown` with the reason
+ */
+export function lookupRef(indexer: ToolCallIndexer, asked: string): QueryLookup {
+  // Refs copied from a summary keep their backticks; `T3` is read as `t3`. Raw ids are taken as given.
+  const stripped = asked.trim().replace(/^`(.*)`$/, "$1");
+  const ref = /^T\d+$/.test(stripped) ? stripped.toLowerCase() : stripped;
+  const single = (key: string, label: string): QueryLookup => {
+    const record = indexer.getRecord(key);
+    if (!record) return { hits: [], unknown: `${ref} names ${key}, whose record is not in the index` };
+    const aliasOf = indexer.dedupAliasToOriginal.get(key);
+    return {
+      hits: [
+        {
+          ref,
+          label,
+          key,
+          ...(indexer.shortRefFor(key) ? { shortRef: indexer.shortRefFor(key) } : {}),
+          record,
+          ...(aliasOf ? { aliasOf } : {}),
+          legacy: parseOccurrenceKey(key).resultTimestamp === undefined && record.resultTimestamp === undefined,
+        },
+      ],
+    };
+  };
+  if (SHORT_REF.test(ref)) {
+    const key = indexer.shortRefToKey.get(ref);
+    if (key) return single(key, ref);
+  }
+  if (parseOccurrenceKey(ref).resultTimestamp !== undefined && (indexer.records.has(ref) || indexer.dedupAliasToOriginal.has(ref))) {
+    return single(ref, ref);
+  }
+  const all = indexer.getRecordsForId(ref);
+  if (all.length > 0) {
+    return {
+      hits: all.map(({ key, record, aliasOf }) => {
+        const shortRef = indexer.shortRefFor(key);
+        return {
+          ref,
+          label: key,
+          key,
+          ...(shortRef ? { shortRef } : {}),
+          record,
+          ...(aliasOf ? { aliasOf } : {}),
+          legacy: parseOccurrenceKey(key).resultTimestamp === undefined,
+        };
+      }),
+    };
+  }
+  const chain = /^b\d+$/.test(ref) ? [...indexer.chains.values()].find((c) => c.blockId === ref) : undefined;
+  return {
+    hits: [],
+    unknown: chain
+      ? `${ref} is a compressed chain, not a tool call; query its refs instead: ${chain.toolRefs.join(", ") || "(none)"}`
+      : SHORT_REF.test(ref)
+        ? `no short ref ${ref} in this session's pruner index` +
+          (indexer.records.size === 0 ? " (nothing is indexed yet: run `condense run` on the session first)" : "")
+        : `no indexed tool call with id or key ${ref} in this session`,
+  };
+}
+
+/** Where a recovered output came from. */
+export type BodySource = "record" | "sidecar" | "preview";
+
+export interface QueryBody {
+  /** The full original output. */
+  text: string;
+  source: BodySource;
+  /** The sidecar file read, for spilled records. */
+  sidecarPath?: string;
+  /** Why the sidecar could not be read (then `text` is the stored head preview). */
+  sidecarError?: string;
+}
+
+/**
+ * Where to look for a spilled record's sidecar, in order: its persisted `spillPath` (resolved
+ * against the session's folder when relative), then the same file name in the session's current
+ * blobs folder (the session and its blobs were moved together).
+ */
+export function sidecarCandidates(spillPath: string, sessionPath: string, sessionId: string): string[] {
+  const first = isAbsolute(spillPath) ? spillPath : resolve(dirname(sessionPath), spillPath);
+  const moved = join(blobsFolder(sessionPath, sessionId), basename(spillPath));
+  return moved === first ? [first] : [first, moved];
+}
+
+/**
+ * The full original output of a record: its `resultText`, or for a spilled record the first
+ * readable sidecar candidate; when none can be read, the stored head preview.
+ * @param readText reads a file as UTF-8; throws when it cannot
+ */
+export function recordBody(record: ToolCallRecord, candidates: string[], readText: (path: string) => string): QueryBody {
+  if (!record.spillPath) return { text: record.resultText ?? "", source: "record" };
+  let error = "no sidecar path";
+  for (const path of candidates) {
+    try {
+      return { text: readText(path), source: "sidecar", sidecarPath: path };
+    } catch (e) {
+      error = `${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+    }
+  }
+  return { text: record.resultPreview ?? "", source: "preview", sidecarError: error };
+}
+
+export interface QueryOutput {
+  /** The output as printed: whole, or its head. */
+  text: string;
+  /** Null when nothing was cut (always with `full`). */
+  truncation: HeadTruncation | null;
+}
+
+/** The output to print: the whole body with `full`, else its head (2000 lines / 50 KB) plus the notice. */
+export function shownOutput(body: string, full: boolean): QueryOutput {
+  if (full) return { text: body, truncation: null };
+  const t = truncateHead(body);
+  if (!t.truncated) return { text: body, truncation: null };
+  return { text: t.text, truncation: t };
+}
+
+/** Minimal styling hooks for {@link formatQueryBlock} (chalk fits). */
+export interface QueryStyle {
+  bold: (s: string) => string;
+  dim: (s: string) => string;
+  red: (s: string) => string;
+  green: (s: string) => string;
+}
+
+const PLAIN: QueryStyle = { bold: (s) => s, dim: (s) => s, red: (s) => s, green: (s) => s };
+
+/**
+ * One block of `condense query`: the label, then occurrence, tool, arguments (indented JSON),
+ * status OK/ERROR, turn, where the output came from when that is not the record itself, a blank
+ * line, and the output (with the truncation notice when cut).
+ */
+export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOutput, style: QueryStyle = PLAIN): string {
+  const r = hit.record;
+  const lines: string[] = [style.bold(`=== ${hit.label} ===`)];
+  if (hit.label !== hit.key) lines.push(`Occurrence: ${hit.key}`);
+  else if (hit.shortRef) lines.push(`Ref: ${hit.shortRef}`);
+  if (hit.legacy) lines.push(style.dim("Occurrence: legacy record (no result timestamp was stored)"));
+  if (hit.aliasOf) lines.push(style.dim(`Duplicate of: ${hit.aliasOf} (same output; tool, arguments and turn are the original's)`));
+  lines.push(`Tool: ${r.toolName}`);
+  lines.push(`Arguments: ${JSON.stringify(r.args ?? null, null, 2)}`);
+  lines.push(`Status: ${r.isError ? style.red("ERROR") : style.green("OK")}`);
+  lines.push(`Turn: ${r.turnIndex}`);
+  if (body.source === "sidecar") lines.push(style.dim(`Spilled output read from: ${body.sidecarPath}`));
+  if (body.source === "preview") {
+    lines.push(style.red(`Spilled output unavailable (${body.sidecarError}); showing the stored head preview`));
+  }
+  lines.push("");
+  let text = output.text;
+  if (output.truncation) {
+    text += `\n${truncationNotice(output.truncation)}`;
+    if (output.truncation.firstLineTooLong) text += "\n(the first line alone is over 50 KB; use --full to see it)";
+  }
+  lines.push(text);
+  return lines.join("\n");
+}

@@ -1,0 +1,180 @@
+/**
+ * Render phase 3, chain-range prune (SPEC.md section 7; seeds/PRUNING.md "Chain Compression",
+ * "Identification model", "Synthetic message format", "Protected-output relocation"): each
+ * `context-prune-chain` entry resolves fail-closed to one user message and one assistant message;
+ * between them the assistant turns, tool results and per-batch summaries go, one
+ * `<compressed-chain>` user message goes in after the start, and the kept final reply loses its
+ * thinking. Per-batch summaries elsewhere are suppressed when they cover a dropped call.
+ */
+import { coveringSummaries } from "../chain/compress.js";
+import { resolveRange } from "../chain/resolve.js";
+import { textOf } from "../context/projection.js";
+import { occurrenceKey } from "../prune/occurrence-key.js";
+import { CUSTOM_TYPES, type ChainEntryData, type SummaryToolCallRef } from "../prune/types.js";
+import type { AgentMessage, AssistantMessage, CustomMessage, UserMessage } from "../session/types.js";
+import type { PruneContext, RenderDiagnostic } from "./prune-messages.js";
+
+/** The synthetic block's text: `<compressed-chain id tools>`, body, relocated protected outputs, closing tag. */
+export function compressedChainText(entry: Pick<ChainEntryData, "blockId" | "toolRefs">, body: string, protectedOutputs: { tool: string; text: string }[]): string {
+  const relocated = protectedOutputs
+    .map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`)
+    .join("");
+  return `<compressed-chain id="${entry.blockId}" tools="${(entry.toolRefs ?? []).join(",")}">\n${body}${relocated}\n</compressed-chain>`;
+}
+
+function firstText(m: AgentMessage): string | undefined {
+  if (m.role !== "user") return undefined;
+  if (typeof m.content === "string") return m.content;
+  if (!Array.isArray(m.content)) return undefined;
+  const block = m.content.find((b) => b?.type === "text") as { text?: string } | undefined;
+  return block?.text;
+}
+
+function isPerBatchSummary(m: AgentMessage): m is CustomMessage {
+  return m.role === "custom" && m.customType === CUSTOM_TYPES.summary;
+}
+
+function summaryRefsOf(m: CustomMessage): SummaryToolCallRef[] {
+  const d = m.details as { toolCallRefs?: unknown; toolCallIds?: unknown } | undefined;
+  if (!d || typeof d !== "object") return [];
+  if (Array.isArray(d.toolCallRefs)) return d.toolCallRefs.filter((r): r is SummaryToolCallRef => !!r && typeof r.toolCallId === "string");
+  if (Array.isArray(d.toolCallIds)) return d.toolCallIds.filter((id): id is string => typeof id === "string").map((id) => ({ shortId: id, toolCallId: id }));
+  return [];
+}
+
+interface Accepted {
+  entry: ChainEntryData;
+  startIndex: number;
+  endIndex: number;
+}
+
+function sameSet(a: Set<string>, b: Set<string>): boolean {
+  if (a.size !== b.size) return false;
+  for (const x of a) if (!b.has(x)) return false;
+  return true;
+}
+
+/**
+ * Apply every chain entry of the index to `messages` (the output of the earlier phases).
+ * Diagnostics found are pushed onto `diagnostics` (once per kind and key).
+ * @returns the same array when nothing changed (also on a second application of the same entries)
+ */
+export function applyChainCompressions(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[]): AgentMessage[] {
+  const { indexer, config } = ctx;
+  if (!config.chainCompression.enabled || indexer.chains.size === 0) return messages;
+  const report = (d: RenderDiagnostic) => {
+    if (!diagnostics.some((x) => x.kind === d.kind && x.dedupKey === d.dedupKey)) diagnostics.push(d);
+  };
+
+  const entries = [...indexer.chains.values()].sort((a, b) => a.startUserTimestamp - b.startUserTimestamp);
+  const resolved: Accepted[] = [];
+  for (const entry of entries) {
+    const range = resolveRange(messages, entry.startUserTimestamp, entry.finalAssistantTimestamp);
+    if (!range) {
+      report({
+        kind: "unresolved-range",
+        dedupKey: entry.blockId,
+        detail: `blockId=${entry.blockId} start=${entry.startUserTimestamp} final=${entry.finalAssistantTimestamp}: not exactly one user and one later assistant message at these timestamps; nothing dropped`,
+      });
+      continue;
+    }
+    resolved.push({ entry, ...range });
+  }
+  resolved.sort((a, b) => a.startIndex - b.startIndex || b.endIndex - a.endIndex);
+  const accepted: Accepted[] = [];
+  for (const r of resolved) {
+    const same = accepted.find((a) => a.startIndex === r.startIndex);
+    const outer = accepted.find((a) => a.startIndex < r.startIndex && r.startIndex < a.endIndex);
+    if (same || outer) {
+      report({
+        kind: "unresolved-range",
+        dedupKey: `overlap:${r.entry.blockId}`,
+        detail: same
+          ? `blockId=${r.entry.blockId} skipped: starts at the message blockId=${same.entry.blockId} already starts at`
+          : `blockId=${r.entry.blockId} skipped: its range nests inside blockId=${outer!.entry.blockId}`,
+      });
+      continue;
+    }
+    accepted.push(r);
+  }
+  if (accepted.length === 0) return messages;
+
+  const drop = new Set<number>();
+  const droppedIds = new Set<string>();
+  const droppedKeys = new Set<string>();
+  const insertAfter = new Map<number, UserMessage>();
+  const stripAt = new Set<number>();
+  let lastAssistant = -1;
+  messages.forEach((m, i) => {
+    if (m.role === "assistant") lastAssistant = i;
+  });
+
+  for (const { entry, startIndex, endIndex } of accepted) {
+    const prefix = `<compressed-chain id="${entry.blockId}"`;
+    const applied = messages.some((m) => firstText(m)?.trimStart().startsWith(prefix) === true);
+    const protectedIds = new Set(entry.protectedToolCallIds ?? []);
+    const relocated: { tool: string; text: string }[] = [];
+    const inRange = new Set<string>();
+    for (let i = startIndex + 1; i < endIndex; i++) {
+      const m = messages[i];
+      if (m.role === "assistant") {
+        for (const b of (m as AssistantMessage).content ?? []) if (b?.type === "toolCall" && b.id) inRange.add(b.id);
+        drop.add(i);
+      } else if (m.role === "toolResult") {
+        inRange.add(m.toolCallId);
+        droppedIds.add(m.toolCallId);
+        droppedKeys.add(occurrenceKey(m.toolCallId, typeof m.timestamp === "number" ? m.timestamp : undefined));
+        if (protectedIds.has(m.toolCallId)) relocated.push({ tool: m.toolName, text: textOf(m.content) });
+        drop.add(i);
+      } else if (isPerBatchSummary(m)) drop.add(i);
+    }
+    for (const id of inRange) droppedIds.add(id);
+    const recorded = new Set(entry.droppedToolCallIds ?? []);
+    if (!(applied && inRange.size === 0) && !sameSet(recorded, inRange)) {
+      report({
+        kind: "range-id-mismatch",
+        dedupKey: entry.blockId,
+        detail: `blockId=${entry.blockId} recorded=${recorded.size} actual=${inRange.size}`,
+      });
+    }
+    if (!applied) {
+      let body = typeof entry.rangeSummaryText === "string" && entry.rangeSummaryText !== "" ? entry.rangeSummaryText : undefined;
+      if (body === undefined) {
+        const byKey = Array.isArray(entry.droppedOccurrenceKeys) && entry.droppedOccurrenceKeys.length > 0;
+        body = coveringSummaries(indexer, byKey ? entry.droppedOccurrenceKeys! : (entry.droppedToolCallIds ?? []), !byKey).join("\n\n");
+      }
+      insertAfter.set(startIndex, {
+        role: "user",
+        content: [{ type: "text", text: compressedChainText(entry, body, relocated) }],
+        timestamp: entry.compressedAt,
+      });
+    }
+    if (config.chainCompression.stripFinalAssistantThinking && endIndex !== lastAssistant) {
+      const final = messages[endIndex] as AssistantMessage;
+      const blocks = Array.isArray(final.content) ? final.content : [];
+      if (blocks.some((b) => b?.type === "thinking") && blocks.some((b) => b?.type !== "thinking")) stripAt.add(endIndex);
+    }
+  }
+
+  // Coverage-based suppression: a per-batch summary anywhere whose refs name a dropped call.
+  messages.forEach((m, i) => {
+    if (drop.has(i) || !isPerBatchSummary(m)) return;
+    const covers = summaryRefsOf(m).some((r) =>
+      typeof r.resultTimestamp === "number" ? droppedKeys.has(occurrenceKey(r.toolCallId, r.resultTimestamp)) : droppedIds.has(r.toolCallId),
+    );
+    if (covers) drop.add(i);
+  });
+
+  if (drop.size === 0 && insertAfter.size === 0 && stripAt.size === 0) return messages;
+  const out: AgentMessage[] = [];
+  messages.forEach((m, i) => {
+    if (drop.has(i)) return;
+    if (stripAt.has(i)) {
+      const final = m as AssistantMessage;
+      out.push({ ...final, content: final.content.filter((b) => b?.type !== "thinking") });
+    } else out.push(m);
+    const synthetic = insertAfter.get(i);
+    if (synthetic) out.push(synthetic);
+  });
+  return out;
+}

@@ -1,0 +1,51 @@
+/**
+ * Render diagnostics (seeds/PRUNING.md "Diagnostics"): degradations found while rendering — an
+ * unresolvable chain range, a range whose ids drifted, swept orphan results, a chain with nothing
+ * to back-fill — kept out of the model's context and recorded as `context-prune-diagnostic`
+ * entries instead. Each is deduplicated by (kind, dedupKey), so a permanently degraded condition is
+ * reported once, not once per render.
+ */
+import { CUSTOM_TYPES, type DiagnosticData } from "../prune/types.js";
+import type { SessionEntry } from "../session/types.js";
+import type { RenderDiagnostic } from "./prune-messages.js";
+
+/** The first diagnostic per (kind, dedupKey), in the order found. */
+export function dedupDiagnostics(diagnostics: RenderDiagnostic[]): RenderDiagnostic[] {
+  const seen = new Set<string>();
+  const out: RenderDiagnostic[] = [];
+  for (const d of diagnostics) {
+    const key = `${d.kind}\0${d.dedupKey}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(d);
+  }
+  return out;
+}
+
+/** The `{kind, detail}` of every `context-prune-diagnostic` entry on a branch, in branch order. */
+export function recordedDiagnostics(branch: SessionEntry[]): DiagnosticData[] {
+  const out: DiagnosticData[] = [];
+  for (const entry of branch) {
+    if (entry.type !== "custom" || entry.customType !== CUSTOM_TYPES.diagnostic) continue;
+    const data = entry.data as Partial<DiagnosticData> | undefined;
+    if (data && typeof data.kind === "string" && typeof data.detail === "string") out.push({ kind: data.kind, detail: data.detail });
+  }
+  return out;
+}
+
+/**
+ * The diagnostics of a render that the branch does not record yet, as entry data. An entry holds
+ * only `{kind, detail}`, so "recorded" means a diagnostic entry with the same kind and detail (the
+ * detail is derived from the same facts as the dedup key, so it is stable across runs).
+ */
+export function unrecordedDiagnostics(branch: SessionEntry[], diagnostics: RenderDiagnostic[]): DiagnosticData[] {
+  const recorded = new Set(recordedDiagnostics(branch).map((d) => `${d.kind}\0${d.detail}`));
+  const out: DiagnosticData[] = [];
+  for (const d of dedupDiagnostics(diagnostics)) {
+    const key = `${d.kind}\0${d.detail}`;
+    if (recorded.has(key)) continue;
+    recorded.add(key);
+    out.push({ kind: d.kind, detail: d.detail });
+  }
+  return out;
+}

@@ -1,0 +1,68 @@
+/**
+ * Render phase 4, orphan sweep (SPEC.md section 7; seeds/PRUNING.md "Orphan Sweep"): the last,
+ * unconditional structural pass. pi-ai repairs a tool call without a result (it inserts a
+ * "No result provided" error), but nothing repairs a tool result without an open call, and
+ * providers reject that shape — so such results are removed here.
+ *
+ * One forward pass: an assistant message replaces the set of open call ids with its own tool-call
+ * ids; a tool result whose id is open consumes it, any other tool result is removed; every other
+ * message (user, custom, bash execution, summaries, system, unknown roles) closes the open set.
+ * Tracking is per assistant turn, never cumulative, so an id answered earlier cannot vouch for a
+ * later result that reuses it.
+ */
+import { createHash } from "node:crypto";
+import type { AgentMessage } from "../session/types.js";
+import type { RenderDiagnostic } from "./prune-messages.js";
+
+export interface SweepResult {
+  /** The input array itself when nothing was removed. */
+  messages: AgentMessage[];
+  /** Tool-call ids of the removed results, in array order. */
+  sweptIds: string[];
+}
+
+/** Remove tool results that no open call answers for. */
+export function sweepOrphanToolResults(messages: AgentMessage[]): SweepResult {
+  let open = new Set<string>();
+  const sweptIds: string[] = [];
+  let out: AgentMessage[] | null = null;
+  messages.forEach((m, i) => {
+    if (m.role === "assistant") {
+      open = new Set();
+      if (Array.isArray(m.content)) {
+        for (const b of m.content) if (b?.type === "toolCall" && typeof b.id === "string") open.add(b.id);
+      }
+    } else if (m.role === "toolResult") {
+      if (open.delete(m.toolCallId)) {
+        out?.push(m);
+        return;
+      }
+      sweptIds.push(String(m.toolCallId));
+      out ??= messages.slice(0, i);
+      return;
+    } else if (open.size > 0) {
+      open = new Set();
+    }
+    out?.push(m);
+  });
+  return { messages: out ?? messages, sweptIds };
+}
+
+const LISTED_IDS = 5;
+
+/**
+ * The `orphan-sweep` diagnostic of one sweep, deduplicated by a short hash of the sorted swept ids
+ * (first 16 hex digits of their SHA-1, joined with ","), so the same orphans found on every render
+ * are reported once.
+ */
+export function orphanSweepDiagnostic(sweptIds: string[]): RenderDiagnostic {
+  const sorted = [...sweptIds].sort();
+  const dedupKey = createHash("sha1").update(sorted.join(",")).digest("hex").slice(0, 16);
+  const listed = sorted.slice(0, LISTED_IDS).join(", ");
+  const more = sorted.length > LISTED_IDS ? ` and ${sorted.length - LISTED_IDS} more` : "";
+  return {
+    kind: "orphan-sweep",
+    detail: `removed ${sorted.length} tool result(s) that no open tool call answers for: ${listed}${more}`,
+    dedupKey,
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * Building the model-backed summarizer (SPEC.md section 3): resolve the model (model-resolve.ts),
+ * find its credentials the way Pi does (credentials.ts), pick the outage fallback —
+ * `--fallback-model`, else the session's own model when the summarizer model is another one — and
+ * build the pi-ai summarizer (llm.ts). Everything that can be wrong with the choice is reported
+ * here, before any file is touched. Loaded on demand: pi-ai's provider catalog is only read when a
+ * model is asked for.
+ */
+import { join } from "node:path";
+import type { PruneConfig } from "../config/config.js";
+import type { Session } from "../session/session.js";
+import { agentDir } from "../session/locate.js";
+import { UsageError } from "../util/errors.js";
+import { readAuthFile, resolveHeaderValues, resolveProviderAuth, type StoredCredential } from "./credentials.js";
+import { createLlmSummarizer } from "./llm.js";
+import { ModelCatalog, formatModelRef, parseModelRef, sessionModelRef, type ModelRef } from "./model-resolve.js";
+import { modelHeaders, readModelsFile } from "./models-config.js";
+import { buildModels, type RuntimeModel } from "./runtime.js";
+import type { SummarizerChoice, SummarizerDeps } from "./select.js";
+import type { Summarizer } from "./types.js";
+
+/** Files and catalog shared by every session of one run. */
+export interface ModelSetup {
+  catalog: ModelCatalog;
+  stored: Record<string, StoredCredential>;
+  authPath: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Read auth.json, models.json and Pi's cached catalog from `$PI_CODING_AGENT_DIR`.
+ * @throws UsageError when one of them cannot be used
+ */
+export function loadModelSetup(env: NodeJS.ProcessEnv = process.env): ModelSetup {
+  const dir = agentDir(env);
+  const authPath = join(dir, "auth.json");
+  const config = readModelsFile(join(dir, "models.json"));
+  return { catalog: ModelCatalog.load(config, join(dir, "models-store.json")), stored: readAuthFile(authPath), authPath, env };
+}
+
+/** A resolved model with its credentials and model headers. @throws UsageError */
+export async function prepareModel(setup: ModelSetup, ref: ModelRef, what: string): Promise<RuntimeModel> {
+  const model = setup.catalog.resolve(ref, what);
+  const config = setup.catalog.providerConfig(model.provider);
+  const path = setup.catalog.config?.path ?? "models.json";
+  const builtin = setup.catalog.builtin(model.provider);
+  const auth = await resolveProviderAuth({
+    provider: model.provider,
+    stored: setup.stored,
+    authPath: setup.authPath,
+    configured: config ? { apiKey: config.apiKey, headers: config.headers, authHeader: config.authHeader, path } : undefined,
+    builtin,
+    env: setup.env,
+  });
+  const raw = modelHeaders(config, model.id);
+  const headers = resolveHeaderValues(raw, { description: `model ${formatModelRef(ref)} in ${path}`, env: setup.env });
+  return { model: headers ? { ...model, headers: { ...model.headers, ...headers } } : model, auth, builtin };
+}
+
+/**
+ * Build the LLM summarizer for a session.
+ * @throws UsageError when the model cannot be used: bad reference, unknown provider or model,
+ *   missing API key (naming the environment variables pi-ai reads), OAuth-only credentials,
+ *   unusable auth.json / models.json, no model recorded in the session for `default`
+ */
+export async function createModelSummarizer(choice: SummarizerChoice, config: PruneConfig, session: Session, deps: SummarizerDeps = {}): Promise<Summarizer> {
+  const setup = loadModelSetup(deps.env ?? process.env);
+  const sessionRef = sessionModelRef(session.branch);
+  let primaryRef: ModelRef;
+  let what: string;
+  if (choice.model) {
+    primaryRef = parseModelRef(choice.model, "--model");
+    what = "--model";
+  } else if (config.summarizerModel !== "default") {
+    primaryRef = parseModelRef(config.summarizerModel, "summarizerModel");
+    what = "summarizerModel";
+  } else if (sessionRef) {
+    primaryRef = sessionRef;
+    what = "the session's model";
+  } else {
+    throw new UsageError(`${session.path}: the session records no model to summarize with (summarizerModel is "default"); name one with --model provider/id`);
+  }
+  const primary = await prepareModel(setup, primaryRef, what);
+
+  let fallback: RuntimeModel | null = null;
+  if (choice.fallbackModel) {
+    fallback = await prepareModel(setup, parseModelRef(choice.fallbackModel, "--fallback-model"), "--fallback-model");
+  } else if (sessionRef && what !== "the session's model" && formatModelRef(sessionRef) !== formatModelRef(primaryRef)) {
+    // The session's model is only a safety net: when it cannot be used, run without a fallback.
+    try {
+      fallback = await prepareModel(setup, sessionRef, "the session's model");
+    } catch {
+      fallback = null;
+    }
+  }
+  const models = buildModels(fallback ? [primary, fallback] : [primary]);
+  return createLlmSummarizer({
+    models,
+    model: primary.model,
+    fallback: fallback?.model ?? null,
+    thinking: config.summarizerThinking,
+    idleTimeoutMs: config.summarizerIdleTimeoutMs,
+    maxTimeoutMs: config.summarizerMaxTimeoutMs,
+    retry: deps.retry,
+    fallbackCooldownMs: deps.fallbackCooldownMs,
+    onNotice: deps.onNotice,
+  });
+}

@@ -1,0 +1,281 @@
+/**
+ * Model-written summaries through pi-ai (SPEC.md sections 3 and 6; seeds/PRUNING.md "Summarizer
+ * outage fallback").
+ *
+ * One streamed request per batch (or per range fusion) with:
+ * - an idle timeout (no stream event for `idleTimeoutMs`) and a total timeout (`maxTimeoutMs`) per
+ *   request; a timed-out request counts as a transient failure;
+ * - bounded retries with exponential backoff for the failures pi-ai classifies as transient
+ *   (`isRetryableAssistantError`: 429, 5xx, dropped connections, timeouts), never for the rest;
+ * - the outage fallback: when the configured model fails transiently after its retries and a
+ *   distinct fallback model exists (the session's model, or `--fallback-model`), the batch is
+ *   retried once on the fallback; if that succeeds the run switches to the fallback (one notice)
+ *   and, after a cooldown, one call probes the configured model again. An auth failure or an
+ *   unusable answer (empty, or cut at the output limit) never triggers it; an abort ends at once.
+ *
+ * Results never throw: every outcome is a {@link SummarizerResult}. Usage sums every request made
+ * for the call (retries and fallback included); cost is pi-ai's (`usage.cost.total`, USD).
+ */
+import { isRetryableAssistantError, retryDelayMs, type Api, type AssistantMessage, type Context, type Model, type Models, type SimpleStreamOptions, type ThinkingLevel } from "@earendil-works/pi-ai";
+import { performance } from "node:perf_hooks";
+import type { ThinkingSetting } from "../config/config.js";
+import { BATCH_INSTRUCTIONS, batchMessage, FUSION_INSTRUCTIONS, fusionMessage } from "./prompt.js";
+import type { Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
+
+export interface RetryPolicy {
+  /** Retries after the first request (0 = none). */
+  maxRetries: number;
+  /** Delay before retry k is `baseDelayMs * 2^(k-1)`, capped by `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 };
+/** How long the run stays on the fallback before one call probes the configured model again. */
+export const FALLBACK_COOLDOWN_MS = 10 * 60 * 1000;
+
+export interface LlmSummarizerOptions {
+  /** pi-ai's `streamSimple` contract: a `Models` collection (tests use the faux provider) or runtime.ts `buildModels`. */
+  models: Pick<Models, "streamSimple">;
+  model: Model<Api>;
+  /** Where transient failures of `model` go; omitted or equal to `model` = no fallback. */
+  fallback?: Model<Api> | null;
+  thinking?: ThinkingSetting;
+  idleTimeoutMs: number;
+  maxTimeoutMs: number;
+  retry?: Partial<RetryPolicy>;
+  fallbackCooldownMs?: number;
+  /** One-line notices for the user (fallback entered / left). */
+  onNotice?: (message: string) => void;
+  /** Clock for the fallback cooldown (epoch ms). */
+  now?: () => number;
+}
+
+const AUTH_FAILURE = /(?<![0-9])(?:401|403)(?![0-9])|unauthori[sz]ed|forbidden|authentication|invalid[ _-]?(?:api[ _-]?key|x-api-key|token|credentials)|incorrect api key|no api key|api key (?:not|is) (?:valid|set|found)|permission[ _-]denied/i;
+
+const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
+
+function addUsage(total: SummarizerUsage, message: AssistantMessage): void {
+  const u = message.usage;
+  if (!u) return;
+  total.input += u.input ?? 0;
+  total.output += u.output ?? 0;
+  total.cost += u.cost?.total ?? 0;
+}
+
+function hasUsage(u: SummarizerUsage): boolean {
+  return u.input > 0 || u.output > 0 || u.cost > 0;
+}
+
+/** The answer: text blocks joined with a newline (thinking left out). */
+export function answerText(message: AssistantMessage): string {
+  return message.content
+    .filter((b): b is { type: "text"; text: string } => b.type === "text")
+    .map((b) => b.text)
+    .join("\n");
+}
+
+function modelName(model: Model<Api>): string {
+  return `${model.provider}/${model.id}`;
+}
+
+function errorMessage(model: Model<Api>, error: unknown): AssistantMessage {
+  return {
+    role: "assistant",
+    content: [],
+    api: model.api,
+    provider: model.provider,
+    model: model.id,
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+    stopReason: "error",
+    errorMessage: error instanceof Error ? error.message : String(error),
+    timestamp: Date.now(),
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+interface Outcome {
+  result: SummarizerResult;
+  /** True when the failure may be helped by another model. */
+  transient: boolean;
+}
+
+/** Build the LLM {@link Summarizer}. */
+export function createLlmSummarizer(options: LlmSummarizerOptions): Summarizer {
+  return new LlmSummarizer(options);
+}
+
+class LlmSummarizer implements Summarizer {
+  readonly name: string;
+  readonly local = false;
+  private readonly retry: RetryPolicy;
+  private readonly fallback: Model<Api> | null;
+  private readonly reasoning: ThinkingLevel | undefined;
+  private readonly now: () => number;
+  private readonly cooldownMs: number;
+  /** Set while the run is on the fallback: when it switched (epoch ms). */
+  private fallbackSince: number | null = null;
+  private probing = false;
+
+  constructor(private readonly options: LlmSummarizerOptions) {
+    this.name = modelName(options.model);
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    const fb = options.fallback;
+    this.fallback = fb && !(fb.provider === options.model.provider && fb.id === options.model.id) ? fb : null;
+    const t = options.thinking;
+    this.reasoning = t === undefined || t === "default" || t === "off" ? undefined : (t as ThinkingLevel);
+    this.now = options.now ?? Date.now;
+    this.cooldownMs = options.fallbackCooldownMs ?? FALLBACK_COOLDOWN_MS;
+  }
+
+  summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult> {
+    return this.call(BATCH_INSTRUCTIONS, batchMessage(batch), signal);
+  }
+
+  fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult> {
+    return this.call(FUSION_INSTRUCTIONS, fusionMessage(bodies), signal);
+  }
+
+  /** Route one call through the configured model and, on a transient failure, the fallback. */
+  private async call(systemPrompt: string, userText: string, signal?: AbortSignal): Promise<SummarizerResult> {
+    const context: Context = { systemPrompt, messages: [{ role: "user", content: userText, timestamp: 0 }] };
+    const primary = this.options.model;
+    const fallback = this.fallback;
+    if (!fallback) return (await this.attempt(primary, context, signal)).result;
+
+    if (this.fallbackSince !== null) {
+      const probeDue = !this.probing && this.now() - this.fallbackSince >= this.cooldownMs;
+      if (!probeDue) return (await this.attempt(fallback, context, signal)).result;
+      this.probing = true;
+      const probe = await this.attempt(primary, context, signal).finally(() => (this.probing = false));
+      if (probe.result.ok) {
+        this.fallbackSince = null;
+        this.options.onNotice?.(`${modelName(primary)} answers again; summarizing with it from now on`);
+        return probe.result;
+      }
+      if (probe.result.kind === "aborted") return probe.result;
+      this.fallbackSince = this.now();
+      return combine(probe.result, (await this.attempt(fallback, context, signal)).result);
+    }
+
+    const first = await this.attempt(primary, context, signal);
+    if (first.result.ok || !first.transient) return first.result;
+    const second = await this.attempt(fallback, context, signal);
+    if (second.result.ok && this.fallbackSince === null) {
+      this.fallbackSince = this.now();
+      this.options.onNotice?.(
+        `${modelName(primary)} is failing (${first.result.reason}); summarizing with ${modelName(fallback)} instead, ` +
+          `trying ${modelName(primary)} again every ${Math.round(this.cooldownMs / 60000)} min`,
+      );
+    }
+    return combine(first.result, second.result);
+  }
+
+  /** One model, with retries on transient errors. */
+  private async attempt(model: Model<Api>, context: Context, signal?: AbortSignal): Promise<Outcome> {
+    const usage = zeroUsage();
+    const withUsage = (r: SummarizerResult): SummarizerResult => (hasUsage(usage) ? { ...r, usage } : r);
+    for (let attempt = 0; ; attempt++) {
+      const message = await this.request(model, context, signal);
+      addUsage(usage, message);
+      if (signal?.aborted || message.stopReason === "aborted") {
+        return { result: { ok: false, kind: "aborted", reason: "aborted", ...(hasUsage(usage) ? { usage } : {}) }, transient: false };
+      }
+      if (message.stopReason === "error") {
+        const text = message.errorMessage || "unknown error";
+        if (AUTH_FAILURE.test(text) && !isRetryableAssistantError(message)) {
+          return { result: withUsage({ ok: false, kind: "auth", reason: `${modelName(model)}: ${text}` }), transient: false };
+        }
+        if (attempt < this.retry.maxRetries && isRetryableAssistantError(message)) {
+          const delay = retryDelayMs({ baseDelayMs: this.retry.baseDelayMs, maxAgentDelayMs: this.retry.maxDelayMs }, attempt + 1);
+          if (!(await sleep(delay, signal))) return { result: { ok: false, kind: "aborted", reason: "aborted", ...(hasUsage(usage) ? { usage } : {}) }, transient: false };
+          continue;
+        }
+        const tries = attempt + 1;
+        return { result: withUsage({ ok: false, kind: "transient", reason: `${modelName(model)}: ${text}${tries > 1 ? ` (${tries} attempts)` : ""}` }), transient: true };
+      }
+      const text = answerText(message);
+      if (message.stopReason === "length") {
+        return { result: withUsage({ ok: false, kind: "unusable", reason: `${modelName(model)}: the answer was cut at the output limit` }), transient: false };
+      }
+      if (text.trim() === "") {
+        return { result: withUsage({ ok: false, kind: "unusable", reason: `${modelName(model)}: empty answer` }), transient: false };
+      }
+      return { result: withUsage({ ok: true, text }), transient: false };
+    }
+  }
+
+  /** One streamed request under the idle and total timeouts; never throws. */
+  private async request(model: Model<Api>, context: Context, outer?: AbortSignal): Promise<AssistantMessage> {
+    if (outer?.aborted) return { ...errorMessage(model, "aborted"), stopReason: "aborted" };
+    const controller = new AbortController();
+    const onOuterAbort = () => controller.abort(outer?.reason);
+    outer?.addEventListener("abort", onOuterAbort, { once: true });
+    let timedOut: string | null = null;
+    const { idleTimeoutMs, maxTimeoutMs } = this.options;
+    const fire = (why: string) => {
+      if (timedOut === null && !controller.signal.aborted) {
+        timedOut = why;
+        controller.abort(new Error(why));
+      }
+    };
+    const total = setTimeout(() => fire(`timed out: no complete answer within ${maxTimeoutMs} ms (summarizerMaxTimeoutMs)`), maxTimeoutMs);
+    // One idle timer, re-armed lazily: an event only records its time.
+    let lastEvent = performance.now();
+    const checkIdle = () => {
+      const quiet = performance.now() - lastEvent;
+      if (quiet >= idleTimeoutMs) fire(`timed out: no data for ${idleTimeoutMs} ms (summarizerIdleTimeoutMs)`);
+      else idle = setTimeout(checkIdle, idleTimeoutMs - quiet);
+    };
+    let idle = setTimeout(checkIdle, idleTimeoutMs);
+    const touch = () => {
+      lastEvent = performance.now();
+    };
+    try {
+      const streamOptions: SimpleStreamOptions = { signal: controller.signal, maxRetries: 0 };
+      if (this.reasoning) streamOptions.reasoning = this.reasoning;
+      const stream = this.options.models.streamSimple(model, context, streamOptions);
+      for await (const _event of stream) touch();
+      const message = await stream.result();
+      if (timedOut !== null && !outer?.aborted) return { ...message, stopReason: "error", errorMessage: timedOut };
+      return message;
+    } catch (error) {
+      if (outer?.aborted) return { ...errorMessage(model, "aborted"), stopReason: "aborted" };
+      return errorMessage(model, timedOut ?? error);
+    } finally {
+      clearTimeout(total);
+      clearTimeout(idle);
+      outer?.removeEventListener("abort", onOuterAbort);
+    }
+  }
+}
+
+/** The fallback's result, with both calls' usage and, on failure, both reasons. */
+function combine(first: SummarizerResult, second: SummarizerResult): SummarizerResult {
+  const usage = zeroUsage();
+  for (const r of [first, second]) {
+    if (r.usage) {
+      usage.input += r.usage.input;
+      usage.output += r.usage.output;
+      usage.cost += r.usage.cost;
+    }
+  }
+  const withUsage = hasUsage(usage) ? { usage } : {};
+  if (second.ok) return { ...second, ...withUsage };
+  if (second.kind === "aborted" || first.ok) return { ...second, ...withUsage };
+  return { ...second, reason: `${first.reason}; fallback ${second.reason}`, ...withUsage };
+}

@@ -1,0 +1,76 @@
+/**
+ * Shared test helpers: temp folders, Pi's own modules (imported by file path, since the package
+ * does not import by name on Node 20), and independent byte-level facts about JSONL files.
+ */
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+export const REPO_ROOT = path.resolve(__dirname, "..");
+export const FIXTURES = path.join(REPO_ROOT, "fixtures");
+export const SHARED_SESSIONS = path.resolve(__dirname, "../../shared/sessions");
+
+const PI_CORE = path.join(REPO_ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/core");
+
+/** Pi 1.6's SessionManager module (session-manager.js), loaded by file URL. */
+export async function importPiSessionManager(): Promise<any> {
+  const url = pathToFileURL(path.join(PI_CORE, "session-manager.js")).href;
+  // @ts-ignore -- a computed specifier so TypeScript does not try to resolve the package
+  return await import(/* @vite-ignore */ url);
+}
+
+/** Pi 1.6's messages module (messages.js: convertToLlm and friends), loaded by file URL. */
+export async function importPiMessages(): Promise<any> {
+  const url = pathToFileURL(path.join(PI_CORE, "messages.js")).href;
+  // @ts-ignore -- see above
+  return await import(/* @vite-ignore */ url);
+}
+
+/** A fresh temp folder; call the returned function to remove it. */
+export function makeTempDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(tmpdir(), `condense-${prefix}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Copy `src` into `dir` (same base name unless `name` is given) and return the copy's path. */
+export function copyInto(dir: string, src: string, name = path.basename(src)): string {
+  const dest = path.join(dir, name);
+  copyFileSync(src, dest);
+  return dest;
+}
+
+/** Byte offset (0-based) of the start of 1-based line `line`, counted from the raw bytes. */
+export function byteOffsetOfLine(bytes: Buffer, line: number): number {
+  let offset = 0;
+  for (let n = 1; n < line; n++) {
+    const nl = bytes.indexOf(0x0a, offset);
+    if (nl === -1) throw new Error(`file has fewer than ${line} lines`);
+    offset = nl + 1;
+  }
+  return offset;
+}
+
+/** Byte offset of the start of every line (index 0 = line 1), counted from the raw bytes. */
+export function lineStarts(bytes: Buffer): number[] {
+  const starts = [0];
+  for (let nl = bytes.indexOf(0x0a); nl !== -1; nl = bytes.indexOf(0x0a, nl + 1)) starts.push(nl + 1);
+  return starts;
+}
+
+/** 1-based numbers of non-blank lines that JSON.parse rejects, found independently of the reader. */
+export function unparseableLines(file: string): number[] {
+  const lines = readFileSync(file, "utf8").split("\n");
+  const out: number[] = [];
+  lines.forEach((text, i) => {
+    if (text.trim() === "") return;
+    try {
+      JSON.parse(text);
+    } catch {
+      out.push(i + 1);
+    }
+  });
+  return out;
+}
+
+export const HEX8 = /^[0-9a-f]{8}$/;

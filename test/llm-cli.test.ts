@@ -1,0 +1,147 @@
+/**
+ * `condense run --model …` end to end, in process, against the local streaming server:
+ * appended bytes do not depend on --concurrency or on the order answers arrive in, and Ctrl-C
+ * aborts the in-flight calls, writes nothing and exits 130.
+ */
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { progressLine } from "../src/cli/commands/run.js";
+import { main } from "../src/cli/main.js";
+// @ts-ignore -- a plain JS helper shared with bench/llm.js
+import { startFakeLlmServer } from "./fake-llm-server.mjs";
+
+const SESSIONS = path.resolve(__dirname, "../../shared/sessions");
+type Server = Awaited<ReturnType<typeof startFakeLlmServer>>;
+
+let server: Server;
+let dir: string;
+beforeAll(async () => {
+  server = await startFakeLlmServer();
+  dir = mkdtempSync(path.join(tmpdir(), "condense-llm-cli-"));
+  writeFileSync(
+    path.join(dir, "models.json"),
+    JSON.stringify({ providers: { local: { baseUrl: server.openaiBaseUrl, api: "openai-completions", apiKey: "none", models: [{ id: "m1", cost: { input: 1, output: 4, cacheRead: 0, cacheWrite: 0 } }] } } }),
+  );
+});
+afterAll(async () => {
+  await server.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+  const saved: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(env)) {
+    saved[k] = process.env[k];
+    process.env[k] = v;
+  }
+  let stdout = "";
+  let stderr = "";
+  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => ((stdout += String(chunk)), true));
+  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => ((stderr += String(chunk)), true));
+  try {
+    const code = await main(["node", "condense", ...args]);
+    return { code, stdout, stderr };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+const ENV = () => ({ PI_CODING_AGENT_DIR: dir, CONDENSE_NOW: "2026-03-01T12:00:00.000Z" });
+
+describe("condense run --model through the local server", () => {
+  it("appends identical bytes at --concurrency 1 and 16, whatever order the answers arrive in", async () => {
+    const source = path.join(SESSIONS, "kimchi-session.v3.jsonl");
+    const original = readFileSync(source);
+    const appended: Buffer[] = [];
+    for (const concurrency of ["1", "16"]) {
+      const copy = path.join(dir, `kimchi-c${concurrency}.jsonl`);
+      copyFileSync(source, copy);
+      server.requests.length = 0;
+      // Random delays: answers come back in any order; each batch's answer depends on its prompt only.
+      server.setPlan(() => ({ delayMs: Math.floor(Math.random() * 40) }));
+      const { code, stderr } = await runCli(["run", copy, "--model", "local/m1", "--concurrency", concurrency, "--json"], ENV());
+      expect(stderr).toBe("");
+      expect(code).toBe(0);
+      // 31 batch summaries plus one range-fusion call for each of the 3 compressed chains.
+      expect(server.requests.length).toBe(34);
+      if (concurrency === "1") expect(server.maxActive).toBe(1);
+      const bytes = readFileSync(copy);
+      expect(bytes.subarray(0, original.length).equals(original)).toBe(true);
+      appended.push(bytes.subarray(original.length));
+    }
+    expect(server.maxActive).toBeGreaterThan(1);
+    expect(server.maxActive).toBeLessThanOrEqual(16);
+    expect(appended[0].length).toBeGreaterThan(0);
+    expect(appended[1].equals(appended[0])).toBe(true);
+    const text = appended[0].toString("utf8");
+    expect(text.match(/"customType":"context-prune-summary"/g)).toHaveLength(31);
+    expect(text).toContain('"content":"- `t1` ran ');
+  });
+
+  it("reports usage in the report and --json", async () => {
+    const copy = path.join(dir, "usage.jsonl");
+    copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), copy);
+    server.setPlan(() => ({ inputTokens: 1000, outputTokens: 100 }));
+    const { code, stdout } = await runCli(["run", copy, "--model", "local/m1", "--json"], ENV());
+    expect(code).toBe(0);
+    const report = JSON.parse(stdout).sessions[0];
+    expect(report.summarizer).toBe("local/m1");
+    expect(report.usage).toEqual({ input: 3000, output: 300, cost: expect.closeTo(0.0042, 12), calls: 3 });
+    const stats = readFileSync(copy, "utf8").trim().split("\n").map((l) => JSON.parse(l)).find((e) => e.customType === "context-prune-stats");
+    expect(stats.data).toMatchObject({ totalInputTokens: 3000, totalOutputTokens: 300, callCount: 3 });
+    expect(stats.data.totalCost).toBeCloseTo(0.0042, 12);
+    copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), copy);
+    const human = await runCli(["run", copy, "--model", "local/m1"], ENV());
+    expect(human.stdout).toContain(`${copy}: 3 calls to local/m1 · 3,000 input + 300 output tokens · $0.0042`);
+  });
+
+  it("a missing key is a usage error naming the variable; nothing is written", async () => {
+    const copy = path.join(dir, "nokey.jsonl");
+    copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), copy);
+    const before = readFileSync(copy);
+    const { code, stderr } = await runCli(["run", copy, "--model", "groq/" + "llama-3.1-8b-instant"], { ...ENV(), GROQ_API_KEY: "" });
+    expect(code).toBe(2);
+    expect(stderr).toContain('no API key for provider "groq": set GROQ_API_KEY');
+    expect(readFileSync(copy).equals(before)).toBe(true);
+  });
+
+  it("Ctrl-C aborts in-flight calls, writes nothing and exits 130", async () => {
+    const copy = path.join(dir, "interrupted.jsonl");
+    copyFileSync(path.join(SESSIONS, "kimchi-session.v3.jsonl"), copy);
+    const before = readFileSync(copy);
+    server.requests.length = 0;
+    let sent = false;
+    server.setPlan(() => {
+      if (!sent) {
+        sent = true;
+        setTimeout(() => process.emit("SIGINT"), 50);
+      }
+      return { delayMs: 30_000 };
+    });
+    const listeners = process.listenerCount("SIGINT");
+    const started = Date.now();
+    const { code, stderr } = await runCli(["run", copy, "--model", "local/m1", "--concurrency", "8"], ENV());
+    expect(code).toBe(130);
+    expect(stderr).toBe(`error: ${copy}: interrupted; nothing was written\n`);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(readFileSync(copy).equals(before)).toBe(true);
+    expect(server.requests.length).toBe(8);
+    expect(process.listenerCount("SIGINT")).toBe(listeners);
+  });
+});
+
+describe("the progress line", () => {
+  it("shows batches done / total, failures, tokens and cost so far", () => {
+    expect(progressLine("local/m1", { done: 3, total: 96, failed: 0, usage: { input: 800, output: 150, cost: 0 } })).toBe("summarizing with local/m1: 3/96 batches · 950 tokens");
+    expect(progressLine("anthropic/claude-haiku-4-5", { done: 40, total: 96, failed: 2, usage: { input: 41_000, output: 5_321, cost: 0.01234 } })).toBe(
+      "summarizing with anthropic/claude-haiku-4-5: 40/96 batches · 2 failed · 46.3k tokens · $0.0123",
+    );
+  });
+});

@@ -1,0 +1,92 @@
+/**
+ * `condense render`: the formats (transcript, --format json, --stats, --json), diagnostics on
+ * stderr, and --dry-run writing nothing.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defaultConfig } from "../src/config/config.js";
+import { renderBranch } from "../src/render/render.js";
+import { loadSession } from "../src/session/session.js";
+import { fixture, runCli, tempDir, writeSession } from "./render-support.js";
+
+describe("condense render", () => {
+  let tmp: ReturnType<typeof tempDir>;
+  beforeEach(() => (tmp = tempDir("render-cmd")));
+  afterEach(() => tmp.cleanup());
+
+  it("--format json prints exactly the message array the provider would receive", async () => {
+    const file = fixture("failed-write-30kb-args");
+    const r = await runCli(["render", file, "--format", "json"]);
+    expect(r.code).toBe(0);
+    const session = await loadSession(file);
+    expect(r.stdout).toBe(`${JSON.stringify(renderBranch(session.branch, defaultConfig()).after, null, 2)}\n`);
+    expect(r.stderr).toBe("");
+  });
+
+  it("shows diagnostics on stderr (not with --quiet), the transcript on stdout", async () => {
+    const file = fixture("tool-result-without-call");
+    const r = await runCli(["render", file]);
+    expect(r.code).toBe(0);
+    expect(r.stdout.startsWith("#1 user\nHello.\n\n#2 assistant anthropic/claude-sonnet-4-5\nHi! What should I do?\n\n#3 user\nList the files.\n")).toBe(true);
+    expect(r.stdout).not.toContain("ghost_7");
+    expect(r.stderr).toBe("warning: diagnostic orphan-sweep: removed 1 tool result(s) that no open tool call answers for: ghost_7\n");
+    expect((await runCli(["render", file, "--quiet"])).stderr).toBe("");
+  });
+
+  it("--json holds messages, sizes after projection and after each phase, and diagnostics", async () => {
+    const file = fixture("custom-message-between-call-and-result");
+    const doc = JSON.parse((await runCli(["render", file, "--json"])).stdout);
+    const session = await loadSession(file);
+    const rendered = renderBranch(session.branch, defaultConfig());
+    const size = (m: unknown[]) => ({ chars: JSON.stringify(m).length, tokens: Math.round(JSON.stringify(m).length / 4) });
+    expect(doc.messages).toEqual(rendered.after);
+    expect(doc.stats).toEqual([
+      { phase: "projection", messages: 5, ...size(rendered.before) },
+      { phase: "stub-replace", messages: 5, ...size(rendered.before) },
+      { phase: "error-purge", messages: 5, ...size(rendered.before) },
+      { phase: "chain-range-prune", messages: 5, ...size(rendered.before) },
+      { phase: "orphan-sweep", messages: 4, ...size(rendered.after) },
+    ]);
+    expect(doc.stats[4].chars).toBe(doc.stats[0].chars - JSON.stringify(rendered.before[3]).length - 1);
+    expect(doc.diagnostics).toEqual([{ kind: "orphan-sweep", detail: "removed 1 tool result(s) that no open tool call answers for: read_1", dedupKey: "9c95df0a86875da9" }]);
+  });
+
+  it("--stats prints a table of chars and ~tokens per phase", async () => {
+    const r = await runCli(["render", fixture("failed-write-30kb-args"), "--stats"]);
+    const rows = r.stdout.split("\n").filter((l) => /^│ \S/.test(l)).map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
+    expect(rows).toEqual([
+      ["after", "messages", "chars", "~tokens", "change"],
+      ["projection", "6", "35,807", "8,952", ""],
+      ["stub-replace", "6", "35,807", "8,952", "0"],
+      // 34,124 chars of arguments replaced by the 51-char marker
+      ["error-purge", "6", "1,734", "434", "−34,073"],
+      ["chain-range-prune", "6", "1,734", "434", "0"],
+      ["orphan-sweep", "6", "1,734", "434", "0"],
+    ]);
+  });
+
+  it("--dry-run renders the session as run would leave it and writes nothing", async () => {
+    const file = path.join(tmp.dir, "dry.jsonl");
+    const output = Array.from({ length: 100 }, (_, i) => `entry ${i}: ok`).join("\n");
+    writeSession(file, [output]);
+    const bytes = readFileSync(file);
+    const plain = JSON.parse((await runCli(["render", file, "--format", "json"])).stdout);
+    expect(plain[2].content).toEqual([{ type: "text", text: output }]);
+    const r = await runCli(["render", file, "--dry-run", "--format", "json"], { CONDENSE_NOW: "2026-02-01T00:00:00.000Z" });
+    expect(r.code).toBe(0);
+    const after = JSON.parse(r.stdout);
+    expect(after.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "user"]);
+    expect(after[2]).toEqual({
+      role: "toolResult",
+      toolCallId: "bash_0",
+      toolName: "bash",
+      content: [{ type: "text", text: "[Summarized in pruner summary, ref `t1`. Use context_tree_query to retrieve full output.]" }],
+      isError: false,
+      timestamp: 1767225603000,
+    });
+    expect(after[4].content[0].text).toMatch(/^- `t1` bash `cat log0.txt`/);
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+    expect(readdirSync(tmp.dir)).toEqual(["dry.jsonl"]);
+  });
+});
