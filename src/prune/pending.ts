@@ -8,8 +8,8 @@
  * held back by the recovery grace window), never the other way round.
  */
 import type { PruneConfig } from "../config/config.js";
-import { detectChains } from "../chain/detect.js";
-import { branchMessages } from "../context/branch-messages.js";
+import { selectEligibleChains } from "../chain/compress.js";
+import { projectBranch } from "../context/projection.js";
 import { renderBranch } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import type { Session } from "../session/session.js";
@@ -30,18 +30,15 @@ export interface PendingWork {
 }
 
 /**
- * Closed chains with tool calls, not yet compressed, older than the `rollingWindow` most recent
- * such chains (0 when chain compression is off).
+ * Chains `run` would try to compress: the planner's own selection (closed, not yet compressed,
+ * older than the rolling window, not waiting for the recovery grace window) over Pi's projection
+ * of the branch; 0 when chain compression is off. A chain the planner then skips (nothing to
+ * back-fill) still counts, so such a session always takes the full path.
  */
 export function pendingChains(branch: SessionEntry[], indexer: ToolCallIndexer, config: PruneConfig): number {
   if (!config.chainCompression.enabled) return 0;
-  const messages = branchMessages(branch)
-    .filter((m) => m.entry.type === "message")
-    .map((m) => m.message);
-  const candidates = detectChains(messages, protectionTest(config)).filter(
-    (c) => c.finalAssistantTimestamp !== null && c.middleToolCallIds.length > 0 && !indexer.chains.has(c.startUserTimestamp),
-  );
-  return Math.max(0, candidates.length - config.chainCompression.rollingWindow);
+  const messages = projectBranch(branch).map((i) => i.message);
+  return selectEligibleChains(messages, indexer, config, protectionTest(config)).eligible.length;
 }
 
 function recordedDiagnostics(branch: SessionEntry[]): Set<string> {
