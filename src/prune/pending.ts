@@ -4,12 +4,14 @@
  * to be compressed and the render finds no diagnostic that is not yet recorded, there is nothing
  * to append — the summarizer is not even created, the context metrics and the flush are skipped.
  *
- * The check is conservative: it may report work where the planner then finds none (e.g. a chain
- * held back by the recovery grace window), never the other way round.
+ * The check uses the planner's own pieces (capture, chain selection, unrecorded diagnostics) and is
+ * conservative: it may report work where the planner then finds none (e.g. a chain with nothing to
+ * back-fill), never the other way round.
  */
 import type { PruneConfig } from "../config/config.js";
 import { selectEligibleChains } from "../chain/compress.js";
 import { projectBranch } from "../context/projection.js";
+import { unrecordedDiagnostics } from "../render/diagnostics.js";
 import { renderBranch } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import type { Session } from "../session/session.js";
@@ -18,7 +20,6 @@ import { captureBatches } from "./capture.js";
 import { ToolCallIndexer } from "./indexer.js";
 import type { RunReport } from "./plan.js";
 import { protectionTest } from "./protect.js";
-import { CUSTOM_TYPES, type DiagnosticData } from "./types.js";
 
 export interface PendingWork {
   /** Batches capture would hand to the flush. */
@@ -41,16 +42,6 @@ export function pendingChains(branch: SessionEntry[], indexer: ToolCallIndexer, 
   return selectEligibleChains(messages, indexer, config, protectionTest(config)).eligible.length;
 }
 
-function recordedDiagnostics(branch: SessionEntry[]): Set<string> {
-  const seen = new Set<string>();
-  for (const e of branch) {
-    if (e.type !== "custom" || e.customType !== CUSTOM_TYPES.diagnostic) continue;
-    const d = e.data as Partial<DiagnosticData> | undefined;
-    if (d && typeof d.kind === "string") seen.add(`${d.kind}\0${d.detail ?? ""}`);
-  }
-  return seen;
-}
-
 /**
  * What a run would have to do on this session, and the rendered context (for the report).
  */
@@ -61,11 +52,10 @@ export function pendingWork(
   const indexer = ToolCallIndexer.fromBranch(session.branch);
   const capture = captureBatches(session.branch, indexer, protectionTest(config), config.batchingMode);
   const rendered = renderBranch(session.branch, config, indexer);
-  const recorded = recordedDiagnostics(session.branch);
   return {
     batches: capture.batches.length,
     chains: pendingChains(session.branch, indexer, config),
-    diagnostics: rendered.diagnostics.filter((d) => !recorded.has(`${d.kind}\0${d.detail}`)).length,
+    diagnostics: unrecordedDiagnostics(session.branch, rendered.diagnostics).length,
     capture,
     rendered,
   };
