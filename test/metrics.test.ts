@@ -179,6 +179,21 @@ describe("structural diagnostics (SPEC.md section 9)", () => {
     });
   });
 
+  it("counts the unresolved chain range the render reports (ambiguous-chain-boundaries.jsonl)", async () => {
+    const m = await metricsOf("ambiguous-chain-boundaries.jsonl");
+    expect(m.diagnostics.unresolvedRanges).toEqual({
+      count: 1,
+      places: [
+        {
+          entryId: "a6000015",
+          line: 22,
+          detail: "blockId=b7 start=1767261601000 final=1767261604000: not exactly one user and one later assistant message at these timestamps; nothing dropped",
+        },
+      ],
+    });
+    expect(m.diagnosticFaults).toBe(1);
+  });
+
   it("keeps only the first five places", async () => {
     const m = computeSessionMetrics(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig());
     // SOURCES.md: 18 tool calls never answered (aborted turns).
