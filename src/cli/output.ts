@@ -58,10 +58,11 @@ export class Output {
 
   /**
    * A spinner on a TTY stderr (not with --json or --quiet); otherwise null. `ora` is loaded on
-   * first use, so commands that never show one do not pay for it at start-up.
+   * first use, so commands that never show one do not pay for it at start-up. A terminal that
+   * reports 0 columns (e.g. a pty without a size) gets none: ora would count its lines as infinite.
    */
   spinner(text: string): Spinner | null {
-    if (this.json || this.quiet || !this.stderr.isTTY) return null;
+    if (this.json || this.quiet || !this.stderr.isTTY || (this.stderr as { columns?: number }).columns === 0) return null;
     return new Spinner(text, this.stderr);
   }
 

@@ -1,6 +1,7 @@
 /**
- * Context health metrics (seeds/PRUNING.md "Single-chain sessions", observability metrics): all
- * are chars/4 estimates (`Math.round`) of `JSON.stringify` sizes.
+ * Context health metrics (seeds/PRUNING.md "Single-chain sessions", observability metrics; the
+ * extension's `computeContextMetrics`, facts §12). Sizes are `JSON.stringify` lengths; token
+ * figures are chars/4 estimates (`Math.round`) unless another tokenizer is passed.
  */
 import { detectChains, openSegmentStart } from "../chain/detect.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
@@ -8,36 +9,66 @@ import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { ContextMetrics, FrontierData } from "../prune/types.js";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
+import { jsonLengthMemo, type JsonLength } from "./json-size.js";
+import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
-const chars = (m: unknown) => JSON.stringify(m).length;
+const json = (m: unknown) => JSON.stringify(m) ?? "";
 
 /**
  * Open-cycle thinking tokens, largest-chain share (%) and frontier gap tokens of a branch.
- * @param messages branch messages in order (message entries, plus custom messages)
+ *
+ * - Open segment: the messages strictly after the last text-only assistant reply (an assistant
+ *   message without toolCall blocks); the whole list when there is none.
+ * - `openCycleThinkingTokens`: tokens of the `JSON.stringify`'d `thinking` blocks of the open
+ *   segment's assistant messages (chars/4: summed first, rounded once).
+ * - `largestChainSharePct`: `round(100 × max(largest chain, open segment) / all)` in chars. A
+ *   chain spans from the first user message carrying its start timestamp to the first assistant
+ *   at or after it carrying its final timestamp (a chain whose final message is not found does not
+ *   count); an interrupted chain ends before the next user message. 0 for an empty branch.
+ * - `frontierGapTokens`: tool results after the persisted frontier that are neither indexed
+ *   (`isSummarized` of their occurrence key) nor protected (arguments from the nearest preceding
+ *   assistant carrying that call id), each message estimated and rounded on its own. The frontier
+ *   anchors at the assistant whose 0-based assistant ordinal is `lastAttemptedTurnIndex`, if it
+ *   carries the frontier call at block k: results of blocks 0..k before the next assistant are
+ *   excluded. Without a frontier, or when the anchor is not found, the whole branch counts.
+ *
+ * @param messages branch messages in order (message entries, plus custom messages), not compaction-aware
+ * @param tokenizer token estimate (default chars/4, the extension's)
+ * @param lengthOf `JSON.stringify(x).length`, possibly memoized and shared with other measurements
  */
 export function computeContextMetrics(
   messages: AgentMessage[],
   frontier: FrontierData | null,
   indexer: Pick<ToolCallIndexer, "isSummarized">,
   isProtected: ProtectionTest,
+  tokenizer: Tokenizer = CHARS4,
+  lengthOf: JsonLength = jsonLengthMemo(),
 ): ContextMetrics {
   if (messages.length === 0) return { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 };
-  const sizes = messages.map(chars);
+  const sizes = messages.map((m) => lengthOf(m));
   const total = sizes.reduce((a, b) => a + b, 0);
   const openStart = openSegmentStart(messages);
+  const tokensOf = (value: object, chars: number) => (tokenizer.fromChars ? tokenizer.fromChars(chars) : tokenizer.count(json(value)));
 
-  let thinking = 0;
+  let thinkingChars = 0;
+  const thinking: object[] = [];
   for (let i = openStart; i < messages.length; i++) {
     const m = messages[i];
     if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
-    for (const b of m.content) if (b?.type === "thinking") thinking += chars(b);
+    for (const b of m.content) {
+      if (b?.type !== "thinking") continue;
+      thinking.push(b);
+      thinkingChars += lengthOf(b);
+    }
   }
 
   let largest = 0;
   for (let i = openStart; i < messages.length; i++) largest += sizes[i];
   for (const chain of detectChains(messages, isProtected)) {
+    const range = chainSpan(messages, chain.startUserTimestamp, chain.finalAssistantTimestamp);
+    if (!range) continue;
     let sum = 0;
-    for (let i = chain.startIndex; i <= chain.endIndex; i++) sum += sizes[i];
+    for (let i = range.start; i <= range.end; i++) sum += sizes[i];
     if (sum > largest) largest = sum;
   }
 
@@ -60,13 +91,16 @@ export function computeContextMetrics(
     }
   }
   let gap = 0;
-  const argsById = new Map<string, { name: string; args: unknown }>();
+  // Arguments of each call id as carried by the nearest preceding assistant that has it.
+  const callsById = new Map<string, { name: string; args: unknown }>();
   let afterBoundaryAssistant = false;
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i];
     if (m.role === "assistant") {
-      argsById.clear();
-      for (const b of (m as AssistantMessage).content ?? []) if (b?.type === "toolCall") argsById.set(b.id, { name: b.name, args: b.arguments });
+      const content = (m as AssistantMessage).content;
+      if (Array.isArray(content)) {
+        for (const b of content) if (b?.type === "toolCall") callsById.set(b.id, { name: b.name, args: b.arguments });
+      }
       if (i > boundary) afterBoundaryAssistant = true;
       continue;
     }
@@ -74,16 +108,36 @@ export function computeContextMetrics(
     const r = m as ToolResultMessage;
     if (!afterBoundaryAssistant && excluded.has(r.toolCallId)) continue;
     if (indexer.isSummarized(occurrenceKey(r.toolCallId, typeof r.timestamp === "number" ? r.timestamp : undefined))) continue;
-    const call = argsById.get(r.toolCallId);
-    if (isProtected(r.toolName, call?.args)) continue;
-    gap += Math.round(sizes[i] / 4);
+    if (isProtected(r.toolName, callsById.get(r.toolCallId)?.args)) continue;
+    gap += tokensOf(m, sizes[i]);
   }
 
   return {
-    openCycleThinkingTokens: Math.round(thinking / 4),
+    // Summed first, rounded once (chars/4); other tokenizers count the concatenated blocks.
+    openCycleThinkingTokens: tokenizer.fromChars ? tokenizer.fromChars(thinkingChars) : tokenizer.count(thinking.map(json).join("")),
     largestChainSharePct: total > 0 ? Math.round((100 * largest) / total) : 0,
     frontierGapTokens: gap,
   };
+}
+
+/**
+ * Where a chain sits, found by its timestamps as the extension finds it: the first user message
+ * with the start timestamp; for a closed chain the first assistant at or after it with the final
+ * timestamp (null when there is none); for an interrupted chain the message before the next user
+ * message, or the last message.
+ */
+export function chainSpan(messages: AgentMessage[], startUserTimestamp: number, finalAssistantTimestamp: number | null): { start: number; end: number } | null {
+  const start = messages.findIndex((m) => m.role === "user" && m.timestamp === startUserTimestamp);
+  if (start < 0) return null;
+  if (finalAssistantTimestamp !== null) {
+    for (let i = start; i < messages.length; i++) {
+      const m = messages[i];
+      if (m.role === "assistant" && m.timestamp === finalAssistantTimestamp) return { start, end: i };
+    }
+    return null;
+  }
+  for (let i = start + 1; i < messages.length; i++) if (messages[i].role === "user") return { start, end: i - 1 };
+  return { start, end: messages.length - 1 };
 }
 
 /** The messages the metrics read: message entries and custom messages of the branch, in order. */

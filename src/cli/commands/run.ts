@@ -10,6 +10,7 @@ import { Option, type Command } from "commander";
 import { loadConfig, type PruneConfig } from "../../config/config.js";
 import type { FlushProgress } from "../../prune/flush.js";
 import { planRun, type RunReport } from "../../prune/plan.js";
+import { idleRunReport } from "../../prune/pending.js";
 import { buildSession, formatWarning, openSession, resolveSessionArgs, type Session } from "../../session/index.js";
 import { appendEntries, serializeAppend } from "../../session/writer.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
@@ -150,6 +151,12 @@ async function runOne(
   if (options.output && existsSync(options.output) && !options.force) {
     throw new UsageError(`--output ${options.output} already exists; use --force to overwrite it`);
   }
+  // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
+  const idle = options.output ? null : idleRunReport(session, config);
+  if (idle) {
+    const migration = { ...(migratedFrom !== undefined ? { migratedFrom } : {}), ...(backup ? { backup } : {}) };
+    return { ...idle, dryRun, written: null, bytesAppended: 0, ...migration, wallMs: Date.now() - started };
+  }
   let spinner: ReturnType<Output["spinner"]> = null;
   const notice = (message: string) => {
     spinner?.clear();
@@ -240,6 +247,26 @@ function pct(before: number, after: number): string {
   return `${Math.round((100 * (after - before)) / before)}%`;
 }
 
+/** The totals row of the report (several sessions). */
+function totalsRow(results: RunFileResult[], out: Output): string[] {
+  const sum = (f: (r: RunFileResult) => number) => results.reduce((n, r) => n + f(r), 0);
+  const before = sum((r) => r.context.before.tokens);
+  const after = sum((r) => r.context.after.tokens);
+  const idle = results.filter((r) => !r.dryRun && !r.written).length;
+  return [
+    out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`),
+    String(sum((r) => r.batches.captured)),
+    String(sum((r) => r.batches.summarized)),
+    `${sum((r) => r.batches.skippedTrivial)}/${sum((r) => r.batches.skippedDeduped)}/${sum((r) => r.batches.skippedOversized)}`,
+    String(sum((r) => r.calls.spilled)),
+    String(sum((r) => r.calls.protected)),
+    `${sum((r) => r.chars.raw).toLocaleString("en-US")} → ${sum((r) => r.chars.summary).toLocaleString("en-US")}`,
+    `${before.toLocaleString("en-US")} → ${after.toLocaleString("en-US")} (${pct(before, after)})`,
+    `+${sum((r) => r.entriesAppended)} entries`,
+    `${(sum((r) => r.wallMs) / 1000).toFixed(2)}s`,
+  ];
+}
+
 /** The human report: one row per session, then totals when there are several. */
 function formatReport(results: RunFileResult[], out: Output): string {
   const rows = results.map((r) => [
@@ -254,6 +281,7 @@ function formatReport(results: RunFileResult[], out: Output): string {
     r.dryRun ? "dry run" : r.written ? `+${r.entriesAppended} entries` : "nothing to do",
     `${(r.wallMs / 1000).toFixed(2)}s`,
   ]);
+  if (results.length > 1) rows.push(totalsRow(results, out));
   const table = out.table(
     ["session", "batches", "summarized", "skipped trivial/dedup/oversized", "spilled", "protected", "raw → summary chars", "context ~tokens", "written", "time"],
     rows,

@@ -1,0 +1,29 @@
+/**
+ * The per-file work of `condense metrics`, in a module of its own so worker threads can import it
+ * without the command line (see batch.ts).
+ */
+import type { PruneConfig } from "../config/config.js";
+import { formatWarning, openSession } from "../session/index.js";
+import { computeSessionMetrics, type SessionMetrics } from "../report/session-metrics.js";
+import { loadTokenizer, type TokenizerName } from "../report/tokenizer.js";
+
+export interface MetricsTaskOptions {
+  config: PruneConfig;
+  tokenizer: TokenizerName;
+}
+
+/**
+ * Open one session read-only and compute its metrics; reader warnings and file problems are
+ * returned in `warnings`.
+ * @throws UsageError for an unusable file (empty, not JSONL, unreadable)
+ */
+export async function metricsTask(path: string, options: MetricsTaskOptions): Promise<SessionMetrics> {
+  const session = await openSession(path, "read");
+  const tokenizer = await loadTokenizer(options.tokenizer);
+  const metrics = computeSessionMetrics(session, options.config, tokenizer);
+  metrics.warnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${path}: ${p.message}`)];
+  return metrics;
+}
+
+/** URL of this module, for the worker pool. */
+export const METRICS_TASK_MODULE = import.meta.url;

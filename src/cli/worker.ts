@@ -1,0 +1,29 @@
+/**
+ * A worker thread of the `--jobs` pool (see batch.ts): imports the task module named in
+ * `workerData`, then takes file indices from the shared counter until the list is exhausted,
+ * running `fn(path, options)` for each and posting `start`, then `result` or `failure`; `done` at
+ * the end.
+ */
+import { parentPort, workerData } from "node:worker_threads";
+import { failureOf } from "./batch.js";
+
+const { module, fn, options, files, counter } = workerData as {
+  module: string;
+  fn: string;
+  options: unknown;
+  files: string[];
+  counter: Int32Array;
+};
+
+const mod = await import(module);
+const run = mod[fn] as (path: string, options: unknown) => Promise<unknown>;
+if (typeof run !== "function") throw new Error(`worker: ${module} has no function ${fn}`);
+for (let i = Atomics.add(counter, 0, 1); i < files.length; i = Atomics.add(counter, 0, 1)) {
+  parentPort!.postMessage({ type: "start", id: i });
+  try {
+    parentPort!.postMessage({ type: "result", id: i, result: await run(files[i], options) });
+  } catch (error) {
+    parentPort!.postMessage({ type: "failure", id: i, ...failureOf(files[i], error) });
+  }
+}
+parentPort!.postMessage({ type: "done" });

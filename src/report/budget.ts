@@ -1,0 +1,224 @@
+/**
+ * The budget dry-run (SPEC.md section 9; seeds/PRUNING.md "Token-budget auto-flush trigger",
+ * "Budget-delta flush"; facts §12): replay the branch's recorded usage turn by turn and show
+ * where `autoBudgetThreshold` and `budgetTurnDelta` would have forced a flush.
+ *
+ * Rules, per tool-using turn (an assistant message with toolCall blocks) whose calls queued a
+ * batch (at least one answered, unprotected call — the extension evaluates the gate only then):
+ * - `tokens`: the provider-reported usage of that turn's request (`totalTokens`, or input + output
+ *   + cacheRead + cacheWrite); when the turn has no usable usage (aborted, error, zero), the last
+ *   usable one before it, as Pi's `getContextUsage` does; `null` after a compaction until an
+ *   assistant message reports usage again.
+ * - `window`: `--context-window`, else the turn's model in pi-ai's registry; unknown → null.
+ * - budget fires iff threshold set, tokens non-null, window > 0 and
+ *   `tokens ≥ min(MAX_BUDGET_WINDOW, threshold × window)` (never a fraction of a capped window).
+ * - `fraction = tokens / min(window, MAX_BUDGET_WINDOW)`, unclamped.
+ * - delta fires iff delta set, a previous fraction exists and `fraction − previous ≥ delta`;
+ *   the previous fraction is updated on each evaluated turn with a fraction and left unchanged
+ *   by a turn without one, so the first evaluated turn can never fire it.
+ * - `trigger` is `budget` when the budget fires (whether or not the delta does too), else `delta`,
+ *   else `none`.
+ * The replay treats the branch as one Pi process (the extension also resets the previous fraction
+ * on reload, which the file does not record). Recorded usage is replayed as it was: a flush the
+ * dry-run reports does not lower the usage of later turns.
+ */
+import { getBuiltinModel } from "@earendil-works/pi-ai/providers/all";
+import type { ProtectionTest } from "../prune/protect.js";
+import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
+import { hasValidUsage, usageTokens } from "./session-metrics.js";
+
+/** The extension's ceiling on the budget level and on the delta's denominator (`src/budget.ts`). */
+export const MAX_BUDGET_WINDOW = 300_000;
+
+export type BudgetTrigger = "budget" | "delta" | "none";
+
+export interface BudgetRow {
+  /** 1-based count of tool-using turns on the branch. */
+  turn: number;
+  /** 0-based index of the assistant message among all assistant messages of the branch (as `turnIndex` in the index). */
+  turnIndex: number;
+  entryId: string;
+  line: number | null;
+  /** `provider/model` of the turn's message, or null when not recorded. */
+  model: string | null;
+  tokens: number | null;
+  /** `turn`: this turn's usage; `earlier`: the last usable usage before it; null: unknown. */
+  tokensFrom: "turn" | "earlier" | null;
+  window: number | null;
+  windowFrom: "registry" | "override" | "unknown";
+  /** `min(MAX_BUDGET_WINDOW, threshold × window)`, or null without a threshold or window. */
+  level: number | null;
+  fraction: number | null;
+  /** `fraction − previous fraction`, or null when either is missing. */
+  delta: number | null;
+  budgetFires: boolean;
+  deltaFires: boolean;
+  trigger: BudgetTrigger;
+  /** False when the turn queued nothing (all calls unanswered or protected): the gate is not evaluated. */
+  evaluated: boolean;
+  /** Why nothing could fire, when that is not just "below the levels". */
+  note?: string;
+}
+
+export interface BudgetOptions {
+  threshold: number | null;
+  delta: number | null;
+  /** `--context-window`: overrides the registry for every turn. */
+  contextWindow?: number;
+  isProtected: ProtectionTest;
+  /** Window of a model (default: pi-ai's built-in registry). */
+  windowOf?: (provider: string, model: string) => number | undefined;
+  /** 1-based line of an entry, for the rows. */
+  lineOf?: (entry: SessionEntry) => number | null;
+}
+
+export interface BudgetReport {
+  threshold: number | null;
+  delta: number | null;
+  maxBudgetWindow: number;
+  rows: BudgetRow[];
+  summary: {
+    toolTurns: number;
+    evaluatedTurns: number;
+    flushes: number;
+    budgetFlushes: number;
+    deltaFlushes: number;
+    /** The first turn where a trigger fires. */
+    firstFlush: { turn: number; turnIndex: number; entryId: string; line: number | null; trigger: BudgetTrigger } | null;
+    /** Highest known `tokens` over the rows. */
+    peakTokens: number | null;
+    peakTurn: number | null;
+    /** Models the registry does not know (their turns have no window), `provider/model`. */
+    unknownModels: string[];
+  };
+}
+
+/** Context window of a model in pi-ai's built-in registry. */
+export function registryWindow(provider: string, model: string): number | undefined {
+  const found = (getBuiltinModel as (p: string, m: string) => { contextWindow?: number } | undefined)(provider, model);
+  return typeof found?.contextWindow === "number" && found.contextWindow > 0 ? found.contextWindow : undefined;
+}
+
+/** Budget level in tokens: `min(MAX_BUDGET_WINDOW, threshold × window)`. */
+export function budgetLevel(threshold: number, window: number): number {
+  return Math.min(MAX_BUDGET_WINDOW, threshold * window);
+}
+
+/** Usage fraction: `tokens / min(window, MAX_BUDGET_WINDOW)` (unclamped). */
+export function usageFraction(tokens: number, window: number): number {
+  return tokens / Math.min(window, MAX_BUDGET_WINDOW);
+}
+
+/**
+ * Replay the budget triggers over a branch (root → leaf, not compaction-aware: every turn that
+ * happened, in order).
+ */
+export function replayBudget(branch: SessionEntry[], options: BudgetOptions): BudgetReport {
+  const windowOf = options.windowOf ?? registryWindow;
+  const lineOf = options.lineOf ?? (() => null);
+  const { threshold, delta } = options;
+  const rows: BudgetRow[] = [];
+  const unknown = new Set<string>();
+  let lastTokens: number | null = null;
+  let previousFraction: number | null = null;
+  let assistantOrdinal = -1;
+  let toolTurns = 0;
+
+  const messages = branch.filter((e) => e.type === "message" || e.type === "compaction");
+  for (let i = 0; i < messages.length; i++) {
+    const entry = messages[i];
+    if (entry.type === "compaction") {
+      lastTokens = null;
+      continue;
+    }
+    const m = entry.message as AssistantMessage | undefined;
+    if (!m || m.role !== "assistant") continue;
+    assistantOrdinal++;
+    const own = hasValidUsage(m) ? usageTokens(m.usage) : null;
+    if (own !== null) lastTokens = own;
+    const calls = Array.isArray(m.content) ? m.content.filter((b) => b?.type === "toolCall") : [];
+    if (calls.length === 0) continue;
+    toolTurns++;
+
+    // Results of this turn: up to the next assistant message.
+    const answered = new Set<string>();
+    for (let j = i + 1; j < messages.length; j++) {
+      const r = messages[j].type === "message" ? (messages[j].message as AgentMessage | undefined) : undefined;
+      if (r?.role === "assistant") break;
+      if (r?.role === "toolResult" && typeof (r as ToolResultMessage).toolCallId === "string") answered.add((r as ToolResultMessage).toolCallId);
+    }
+    const queued = calls.some((c) => answered.has(c.id) && !options.isProtected(c.name, c.arguments));
+
+    const model = m.provider || m.model ? `${m.provider ?? "?"}/${m.model ?? "?"}` : null;
+    let window: number | null = null;
+    let windowFrom: BudgetRow["windowFrom"] = "unknown";
+    if (options.contextWindow !== undefined) {
+      window = options.contextWindow;
+      windowFrom = "override";
+    } else if (m.provider && m.model) {
+      window = windowOf(m.provider, m.model) ?? null;
+      if (window !== null) windowFrom = "registry";
+    }
+    if (window === null && model) unknown.add(model);
+
+    const tokens = lastTokens;
+    const row: BudgetRow = {
+      turn: toolTurns,
+      turnIndex: assistantOrdinal,
+      entryId: entry.id,
+      line: lineOf(entry),
+      model,
+      tokens,
+      tokensFrom: own !== null ? "turn" : tokens !== null ? "earlier" : null,
+      window,
+      windowFrom,
+      level: threshold !== null && window !== null && window > 0 ? budgetLevel(threshold, window) : null,
+      fraction: tokens !== null && window !== null && window > 0 ? usageFraction(tokens, window) : null,
+      delta: null,
+      budgetFires: false,
+      deltaFires: false,
+      trigger: "none",
+      evaluated: queued,
+    };
+    if (!queued) {
+      row.note = "nothing queued (calls unanswered or protected)";
+      rows.push(row);
+      continue;
+    }
+    if (tokens === null) row.note = "no usage since the last compaction";
+    else if (window === null) row.note = model ? `unknown model ${model}` : "no model recorded";
+
+    row.budgetFires = row.level !== null && tokens !== null && tokens >= row.level;
+    if (row.fraction !== null && previousFraction !== null) {
+      row.delta = row.fraction - previousFraction;
+      row.deltaFires = delta !== null && row.delta >= delta;
+    } else if (row.fraction !== null && previousFraction === null && !row.note) {
+      row.note = "first turn with a fraction: the delta cannot fire";
+    }
+    if (row.fraction !== null) previousFraction = row.fraction;
+    row.trigger = row.budgetFires ? "budget" : row.deltaFires ? "delta" : "none";
+    rows.push(row);
+  }
+
+  const fired = rows.filter((r) => r.trigger !== "none");
+  let peak: BudgetRow | null = null;
+  for (const r of rows) if (r.tokens !== null && (peak === null || r.tokens > (peak.tokens ?? -1))) peak = r;
+  const first = fired[0];
+  return {
+    threshold,
+    delta,
+    maxBudgetWindow: MAX_BUDGET_WINDOW,
+    rows,
+    summary: {
+      toolTurns,
+      evaluatedTurns: rows.filter((r) => r.evaluated).length,
+      flushes: fired.length,
+      budgetFlushes: fired.filter((r) => r.trigger === "budget").length,
+      deltaFlushes: fired.filter((r) => r.trigger === "delta").length,
+      firstFlush: first ? { turn: first.turn, turnIndex: first.turnIndex, entryId: first.entryId, line: first.line, trigger: first.trigger } : null,
+      peakTokens: peak?.tokens ?? null,
+      peakTurn: peak?.turn ?? null,
+      unknownModels: [...unknown],
+    },
+  };
+}

@@ -1,0 +1,224 @@
+/**
+ * Everything `condense metrics` reports for one session (SPEC.md section 9), computed in memory
+ * from a loaded session: context health (open-cycle thinking, largest-chain share, frontier gap),
+ * the rendered context before and after pruning, the provider-reported usage of the last request,
+ * the pruner index, and the structural diagnostics. The JSON shape is documented in
+ * docs/json-schemas.md; field names are stable.
+ */
+import type { PruneConfig } from "../config/config.js";
+import { branchMessages } from "../context/branch-messages.js";
+import { projectBranch } from "../context/projection.js";
+import { ToolCallIndexer } from "../prune/indexer.js";
+import { protectionTest } from "../prune/protect.js";
+import { renderBranch } from "../render/render.js";
+import type { Session } from "../session/session.js";
+import type { AssistantMessage, SessionEntry } from "../session/types.js";
+import { computeContextMetrics } from "./context-metrics.js";
+import { findDiagnostics, faultCount, type Diagnostics } from "./diagnostics.js";
+import { jsonLengthMemo, jsonListLength, type JsonLength } from "./json-size.js";
+import { CHARS4, type Tokenizer } from "./tokenizer.js";
+
+export interface ContextSize {
+  /** Messages pi-ai would receive. */
+  messages: number;
+  /** `JSON.stringify(messages).length`. */
+  chars: number;
+  /** Estimated tokens of that JSON text (the chosen tokenizer). */
+  tokens: number;
+}
+
+/** Usage the provider reported for the last request (the last assistant message with usage). */
+export interface ReportedUsage {
+  entryId: string;
+  line: number | null;
+  /** `provider/model` of that message, when recorded. */
+  model: string | null;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  /** `totalTokens`, or `input + output + cacheRead + cacheWrite` when that is 0 (Pi's rule). */
+  tokens: number;
+}
+
+export interface SessionMetrics {
+  session: string;
+  id: string;
+  tokenizer: Tokenizer["name"];
+  entries: number;
+  branchEntries: number;
+  /** Entries of the whole file by type. */
+  entryTypes: Record<string, number>;
+  /** Message entries on the branch by role. */
+  roles: Record<string, number>;
+  toolCalls: number;
+  toolResults: number;
+  openCycleThinkingTokens: number;
+  largestChainSharePct: number;
+  frontierGapTokens: number;
+  context: {
+    before: ContextSize;
+    after: ContextSize;
+    /** `before.tokens - after.tokens`. */
+    reclaimedTokens: number;
+    /** Rounded percentage of `before.tokens` reclaimed (0 when before is 0). */
+    reclaimedPct: number;
+  };
+  reportedUsage: ReportedUsage | null;
+  index: {
+    records: number;
+    summaries: number;
+    aliases: number;
+    spills: number;
+    chains: number;
+    refs: number;
+    frontier: { toolCallId: string; turnIndex: number; outcome: string } | null;
+    summarizer: { calls: number; inputTokens: number; outputTokens: number; cost: number };
+    chainsCompressed: number;
+    rangesSummarized: number;
+  };
+  diagnostics: Diagnostics;
+  /** Sum of the fault counts of `diagnostics` (images excluded). */
+  diagnosticFaults: number;
+  /** Reader warnings and file problems (skipped lines, missing header). */
+  warnings: string[];
+}
+
+/** `totalTokens || input + output + cacheRead + cacheWrite` (Pi's `calculateContextTokens`). */
+export function usageTokens(usage: Partial<Record<"input" | "output" | "cacheRead" | "cacheWrite" | "totalTokens", unknown>>): number {
+  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  return n(usage.totalTokens) || n(usage.input) + n(usage.output) + n(usage.cacheRead) + n(usage.cacheWrite);
+}
+
+/**
+ * True for an assistant message whose usage Pi trusts: not aborted or errored, and reporting more
+ * than zero tokens (Pi's `getAssistantUsage`).
+ */
+export function hasValidUsage(m: Partial<AssistantMessage>): boolean {
+  return m.stopReason !== "aborted" && m.stopReason !== "error" && !!m.usage && usageTokens(m.usage) > 0;
+}
+
+/** 1-based line of an entry in its session file, or null. */
+export function lineOf(session: Pick<Session, "indexOf" | "locations">, entry: SessionEntry): number | null {
+  const i = session.indexOf.get(entry);
+  return i === undefined ? null : (session.locations[i]?.line ?? null);
+}
+
+function sizeOf(messages: object[], tokenizer: Tokenizer, lengthOf: JsonLength): ContextSize {
+  if (tokenizer.fromChars) {
+    const chars = jsonListLength(messages, lengthOf);
+    return { messages: messages.length, chars, tokens: tokenizer.fromChars(chars) };
+  }
+  const text = JSON.stringify(messages);
+  return { messages: messages.length, chars: text.length, tokens: tokenizer.count(text) };
+}
+
+/**
+ * Compute the metrics of one loaded session.
+ * @param config pruning configuration (protection, render phases)
+ * @param tokenizer token estimate for every "tokens" figure (default chars/4)
+ */
+export function computeSessionMetrics(session: Session, config: PruneConfig, tokenizer: Tokenizer = CHARS4): SessionMetrics {
+  const branch = session.branch;
+  const isProtected = protectionTest(config);
+  const indexer = ToolCallIndexer.fromBranch(branch);
+  const where = (e: SessionEntry) => lineOf(session, e);
+  // Messages shared by the branch, the context before and the context after are serialized once.
+  const lengthOf = jsonLengthMemo();
+
+  const entryTypes: Record<string, number> = {};
+  for (const e of session.entries) entryTypes[e.type] = (entryTypes[e.type] ?? 0) + 1;
+  const roles: Record<string, number> = {};
+  let toolCalls = 0;
+  let toolResults = 0;
+  let lastUsage: { entry: SessionEntry; m: AssistantMessage } | null = null;
+  for (const e of branch) {
+    if (e.type !== "message") continue;
+    const m = e.message as AssistantMessage | undefined;
+    const role = String(m?.role);
+    roles[role] = (roles[role] ?? 0) + 1;
+    if (role === "assistant" && m) {
+      if (Array.isArray(m.content)) toolCalls += m.content.filter((b) => b?.type === "toolCall").length;
+      if (hasValidUsage(m)) lastUsage = { entry: e, m };
+    }
+    if (role === "toolResult") toolResults++;
+  }
+
+  const health = computeContextMetrics(
+    branchMessages(branch).map((m) => m.message),
+    indexer.frontier,
+    indexer,
+    isProtected,
+    tokenizer,
+    lengthOf,
+  );
+  const rendered = renderBranch(branch, config, indexer);
+  const before = sizeOf(rendered.before, tokenizer, lengthOf);
+  const after = sizeOf(rendered.after, tokenizer, lengthOf);
+  const diagnostics = findDiagnostics(projectBranch(branch), rendered.diagnostics, branch, where);
+
+  let spills = 0;
+  for (const r of indexer.records.values()) if (r.spillPath) spills++;
+  const u = lastUsage?.m.usage as Partial<Record<string, number>> | undefined;
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+
+  return {
+    session: session.path,
+    id: session.id,
+    tokenizer: tokenizer.name,
+    entries: session.entries.length,
+    branchEntries: branch.length,
+    entryTypes,
+    roles,
+    toolCalls,
+    toolResults,
+    ...health,
+    context: {
+      before,
+      after,
+      reclaimedTokens: before.tokens - after.tokens,
+      reclaimedPct: before.tokens > 0 ? Math.round((100 * (before.tokens - after.tokens)) / before.tokens) : 0,
+    },
+    reportedUsage:
+      lastUsage && u
+        ? {
+            entryId: lastUsage.entry.id,
+            line: where(lastUsage.entry),
+            model: lastUsage.m.provider || lastUsage.m.model ? `${lastUsage.m.provider ?? "?"}/${lastUsage.m.model ?? "?"}` : null,
+            input: num(u.input),
+            output: num(u.output),
+            cacheRead: num(u.cacheRead),
+            cacheWrite: num(u.cacheWrite),
+            totalTokens: num(u.totalTokens),
+            tokens: usageTokens(u),
+          }
+        : null,
+    index: {
+      records: indexer.records.size,
+      summaries: indexer.summaries.length,
+      aliases: indexer.dedupAliasToOriginal.size,
+      spills,
+      chains: indexer.chains.size,
+      refs: indexer.shortRefToKey.size,
+      frontier: indexer.frontier
+        ? {
+            toolCallId: indexer.frontier.lastAttemptedToolCallId,
+            turnIndex: indexer.frontier.lastAttemptedTurnIndex,
+            outcome: indexer.frontier.outcome,
+          }
+        : null,
+      summarizer: {
+        calls: indexer.stats.callCount,
+        inputTokens: indexer.stats.totalInputTokens,
+        outputTokens: indexer.stats.totalOutputTokens,
+        cost: indexer.stats.totalCost,
+      },
+      chainsCompressed: indexer.stats.chainsCompressed,
+      rangesSummarized: indexer.stats.rangesSummarized,
+    },
+    diagnostics,
+    diagnosticFaults: faultCount(diagnostics),
+    warnings: [],
+  };
+}

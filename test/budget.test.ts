@@ -1,0 +1,221 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { defaultConfig } from "../src/config/config.js";
+import { protectionTest } from "../src/prune/protect.js";
+import { budgetChart } from "../src/report/budget-chart.js";
+import { budgetLevel, MAX_BUDGET_WINDOW, registryWindow, replayBudget, usageFraction, type BudgetOptions, type BudgetRow } from "../src/report/budget.js";
+import { lineOf } from "../src/report/session-metrics.js";
+import { openSession } from "../src/session/index.js";
+import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
+
+async function replay(name: string, options: Partial<BudgetOptions> = {}) {
+  const session = await openSession(name.includes("/") ? name : fixture(name), "read");
+  return replayBudget(session.branch, {
+    threshold: 0.735,
+    delta: 0.04,
+    isProtected: protectionTest(defaultConfig()),
+    lineOf: (e) => lineOf(session, e),
+    ...options,
+  });
+}
+
+const pick = (rows: BudgetRow[], ...keys: (keyof BudgetRow)[]) => rows.map((r) => Object.fromEntries(keys.map((k) => [k, r[k]])));
+
+describe("budget math (seeds/PRUNING.md, facts §12)", () => {
+  it("the level never divides: min(300000, threshold × window)", () => {
+    expect(MAX_BUDGET_WINDOW).toBe(300_000);
+    expect(budgetLevel(0.4, 1_000_000)).toBe(300_000);
+    expect(budgetLevel(0.1, 1_000_000)).toBe(100_000);
+    expect(budgetLevel(0.735, 200_000)).toBe(147_000);
+    expect(budgetLevel(0.9, 256_000)).toBe(230_400);
+    expect(usageFraction(600_000, 1_000_000)).toBe(2);
+    expect(usageFraction(8_000, 200_000)).toBe(0.04);
+  });
+
+  it("reads windows from pi-ai's registry", () => {
+    expect(registryWindow("anthropic", "claude-sonnet-4-5")).toBe(200_000);
+    expect(registryWindow("zai", "glm-5.2")).toBe(1_000_000);
+    expect(registryWindow("kimchi-dev", "kimi-k2.5")).toBeUndefined();
+  });
+});
+
+describe("replayBudget on small fixtures", () => {
+  it("the 300k cap on a 1M-window model: 0.4 fires at 300,000, not at 400,000 nor at 120,000", async () => {
+    const r = await replay("budget-1m-window-cap.jsonl", { threshold: 0.4, delta: null });
+    expect(pick(r.rows, "turn", "tokens", "window", "level", "budgetFires", "trigger")).toEqual([
+      { turn: 1, tokens: 120_000, window: 1_000_000, level: 300_000, budgetFires: false, trigger: "none" },
+      { turn: 2, tokens: 299_999, window: 1_000_000, level: 300_000, budgetFires: false, trigger: "none" },
+      { turn: 3, tokens: 300_000, window: 1_000_000, level: 300_000, budgetFires: true, trigger: "budget" },
+      { turn: 4, tokens: 400_000, window: 1_000_000, level: 300_000, budgetFires: true, trigger: "budget" },
+    ]);
+    // The fraction's denominator carries the same cap: 400,000 / 300,000, unclamped.
+    expect(r.rows[3].fraction).toBe(400_000 / 300_000);
+    expect(r.summary).toEqual({
+      toolTurns: 4,
+      evaluatedTurns: 4,
+      flushes: 2,
+      budgetFlushes: 2,
+      deltaFlushes: 0,
+      firstFlush: { turn: 3, turnIndex: 2, entryId: "b0000006", line: 7, trigger: "budget" },
+      peakTokens: 400_000,
+      peakTurn: 4,
+      unknownModels: [],
+    });
+  });
+
+  it("0.735 on a 200k window fires at 147,000; the delta needs +8,000 tokens", async () => {
+    const r = await replay("budget-200k-threshold-delta.jsonl");
+    expect(pick(r.rows, "turn", "tokens", "level", "budgetFires", "deltaFires", "trigger")).toEqual([
+      { turn: 1, tokens: 100_000, level: 147_000, budgetFires: false, deltaFires: false, trigger: "none" },
+      // +7,999 tokens = 0.039995 of 200,000: below the delta.
+      { turn: 2, tokens: 107_999, level: 147_000, budgetFires: false, deltaFires: false, trigger: "none" },
+      // +8,000 tokens = 0.04: fires.
+      { turn: 3, tokens: 115_999, level: 147_000, budgetFires: false, deltaFires: true, trigger: "delta" },
+      { turn: 4, tokens: 146_999, level: 147_000, budgetFires: false, deltaFires: true, trigger: "delta" },
+      { turn: 5, tokens: 147_000, level: 147_000, budgetFires: true, deltaFires: false, trigger: "budget" },
+    ]);
+    expect(r.rows[1].delta).toBeCloseTo(0.039995, 12);
+    expect(r.rows[2].delta).toBeCloseTo(0.04, 12);
+    expect(r.summary.firstFlush).toEqual({ turn: 3, turnIndex: 2, entryId: "b0000006", line: 7, trigger: "delta" });
+    expect(r.summary.flushes).toBe(3);
+    expect(r.summary.peakTokens).toBe(147_000);
+  });
+
+  it("the first turn never fires the delta, however small the delta", async () => {
+    const r = await replay("budget-200k-threshold-delta.jsonl", { threshold: null, delta: 0.000001 });
+    expect(r.rows[0]).toMatchObject({ fraction: 0.5, delta: null, deltaFires: false, trigger: "none", level: null });
+    expect(r.rows[0].note).toBe("first turn with a fraction: the delta cannot fire");
+    expect(r.rows.slice(1).every((row) => row.trigger === "delta")).toBe(true);
+  });
+
+  it("null usage after a compaction: no trigger, and the previous fraction is kept", async () => {
+    const r = await replay("budget-null-usage-after-compaction.jsonl");
+    expect(pick(r.rows, "turn", "tokens", "tokensFrom", "fraction", "trigger")).toEqual([
+      { turn: 1, tokens: 120_000, tokensFrom: "turn", fraction: 0.6, trigger: "none" },
+      // After the compaction this turn reported no usage: tokens unknown.
+      { turn: 2, tokens: null, tokensFrom: null, fraction: null, trigger: "none" },
+      // Compared with 0.6 (kept), not with 0: a drop, no spurious spike.
+      { turn: 3, tokens: 30_000, tokensFrom: "turn", fraction: 0.15, trigger: "none" },
+      { turn: 4, tokens: 38_000, tokensFrom: "turn", fraction: 0.19, trigger: "delta" },
+      // No usable usage and no compaction since: Pi keeps the last reported figure.
+      { turn: 5, tokens: 38_000, tokensFrom: "earlier", fraction: 0.19, trigger: "none" },
+    ]);
+    expect(r.rows[1].note).toBe("no usage since the last compaction");
+    expect(r.rows[2].delta).toBeCloseTo(-0.45, 12);
+    expect(r.rows[3].delta).toBeCloseTo(0.04, 12);
+    expect(r.summary.peakTokens).toBe(120_000);
+  });
+
+  it("a session that is one open chain: every tool turn is evaluated", async () => {
+    const r = await replay("metrics-one-open-chain.jsonl");
+    expect(pick(r.rows, "turn", "turnIndex", "tokens", "trigger")).toEqual([
+      { turn: 1, turnIndex: 0, tokens: 12_000, trigger: "none" },
+      // 12,600 − 12,000 = 600 tokens = 0.003 of 200k; 13,100 − 12,600 = 0.0025.
+      { turn: 2, turnIndex: 1, tokens: 12_600, trigger: "none" },
+      { turn: 3, turnIndex: 2, tokens: 13_100, trigger: "none" },
+    ]);
+  });
+
+  it("turns that queue nothing (protected calls) are not evaluated", async () => {
+    const r = await replay("budget-200k-threshold-delta.jsonl", { isProtected: (name) => name === "read" });
+    expect(r.rows.every((row) => !row.evaluated && row.trigger === "none")).toBe(true);
+    expect(r.summary).toMatchObject({ toolTurns: 5, evaluatedTurns: 0, flushes: 0, firstFlush: null });
+  });
+
+  it("an unknown model has no window and is named; --context-window overrides the registry", async () => {
+    const file = path.join(SHARED_SESSIONS, "kimchi-session.v3.jsonl");
+    const r = await replay(file);
+    expect(r.summary.unknownModels).toEqual(["kimchi-dev/kimi-k2.5"]);
+    expect(r.summary.flushes).toBe(0);
+    expect(r.rows.every((row) => row.window === null && row.windowFrom === "unknown" && row.note === "unknown model kimchi-dev/kimi-k2.5")).toBe(true);
+    const o = await replay(file, { contextWindow: 100_000 });
+    expect(o.summary.unknownModels).toEqual([]);
+    expect(o.rows.every((row) => row.window === 100_000 && row.windowFrom === "override" && row.level === 73_500)).toBe(true);
+  });
+});
+
+describe("budget chart", () => {
+  const row = (turn: number, tokens: number | null, trigger: BudgetRow["trigger"]): BudgetRow => ({
+    turn,
+    turnIndex: turn - 1,
+    entryId: "x",
+    line: null,
+    model: null,
+    tokens,
+    tokensFrom: tokens === null ? null : "turn",
+    window: 200_000,
+    windowFrom: "registry",
+    level: 100_000,
+    fraction: null,
+    delta: null,
+    budgetFires: trigger === "budget",
+    deltaFires: trigger === "delta",
+    trigger,
+    evaluated: true,
+  });
+
+  it("draws bars, the level line and the trigger marks", () => {
+    const lines = budgetChart([row(1, 50_000, "none"), row(2, null, "none"), row(3, 100_000, "delta"), row(4, 200_000, "budget")], { height: 4 });
+    expect(lines).toEqual([
+      "200k ┤   █",
+      // The 100k row spans [100k, 150k): a bar of exactly 100k ends just below the level line.
+      "100k ┤───█",
+      "     ┤  ██",
+      "   0 ┤█ ██",
+      "     └────",
+      "        DB",
+    ]);
+  });
+
+  it("buckets turns into at most `width` columns (maximum per bucket)", () => {
+    const rows = Array.from({ length: 10 }, (_, i) => row(i + 1, (i + 1) * 10_000, "none"));
+    const lines = budgetChart(rows, { width: 5, height: 2 });
+    expect(lines[lines.length - 1]).toBe("     └─────");
+    expect(budgetChart([row(1, null, "none")])).toEqual([]);
+  });
+});
+
+describe("condense budget", () => {
+  it("--json gives the rows and the summary", async () => {
+    const r = await runCli("budget", fixture("budget-1m-window-cap.jsonl"), "--threshold", "0.4", "--delta", "off", "--json");
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.schema).toBe("condense.budget/1");
+    expect(doc.threshold).toBe(0.4);
+    expect(doc.delta).toBeNull();
+    expect(doc.rows.map((x: BudgetRow) => x.trigger)).toEqual(["none", "none", "budget", "budget"]);
+    expect(doc.summary.firstFlush.turn).toBe(3);
+  });
+
+  it("defaults to the configuration (0.735 / 0.04) and honors --set", async () => {
+    const d = JSON.parse((await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--json")).stdout);
+    expect([d.threshold, d.delta]).toEqual([0.735, 0.04]);
+    const s = JSON.parse((await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--set", "autoBudgetThreshold=0.5", "--json")).stdout);
+    expect(s.threshold).toBe(0.5);
+    expect(s.rows[0].level).toBe(100_000);
+  });
+
+  it("prints a table, a summary and a chart", async () => {
+    const r = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("   3  b0000006     7  anthropic/claude-sonnet-4-5  115,999  200,000  147,000     58.0%   +4.0  delta");
+    expect(r.stdout).toContain("3 flushes (1 budget, 2 delta) over 5 evaluated of 5 tool-using turns; first flush: turn 3 (delta, entry b0000006, line 7); peak tokens: 147,000 at turn 5");
+    expect(r.stdout).toContain("147k ┤───██");
+  });
+
+  it("names an unknown model on stderr", async () => {
+    const r = await runCli("budget", path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "--no-chart");
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("model kimchi-dev/kimi-k2.5 is not in pi-ai's registry; its turns have no window (pass --context-window N)");
+    expect(r.stdout).toContain("unknown models (no window): kimchi-dev/kimi-k2.5");
+  });
+
+  it("rejects bad values with exit 2", async () => {
+    const t = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--threshold", "1.5");
+    expect(t.code).toBe(2);
+    expect(t.stderr).toContain("--threshold: invalid value 1.5 for autoBudgetThreshold: expected a number in (0, 1], or null to disable");
+    const w = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--context-window", "0");
+    expect(w.code).toBe(2);
+    expect(w.stderr).toContain("--context-window: expected a positive integer");
+  });
+});

@@ -1,0 +1,92 @@
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { fixture, runCli, tempDir } from "./cli-capture.js";
+
+// metrics-one-open-chain.jsonl: frontier gap 143, chain share 100%, open thinking 75,
+// context after pruning 552 tokens, no structural diagnostics.
+const OPEN = fixture("metrics-one-open-chain.jsonl");
+// diagnostics-shapes.jsonl: 5 structural faults.
+const SHAPES = fixture("diagnostics-shapes.jsonl");
+
+const gates: [flag: string, metric: string, value: number][] = [
+  ["--max-frontier-gap", "frontierGapTokens", 143],
+  ["--max-chain-share", "largestChainSharePct", 100],
+  ["--max-open-thinking", "openCycleThinkingTokens", 75],
+  ["--max-context", "context.after.tokens", 552],
+];
+
+describe("CI gates: exit 3 when a limit is crossed, 0 when not", () => {
+  it.each(gates)("%s crossed (limit = value − 1)", async (flag, metric, value) => {
+    const r = await runCli("metrics", OPEN, flag, String(value - 1));
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(`error: limit crossed: ${OPEN}: ${metric} = ${value} exceeds ${flag} ${value - 1}`);
+  });
+
+  it.each(gates)("%s not crossed (limit = value)", async (flag, _metric, value) => {
+    const r = await runCli("metrics", OPEN, flag, String(value));
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toContain("limit crossed");
+  });
+
+  it("--fail-on-diagnostics crossed by a session with faults, naming them", async () => {
+    const r = await runCli("metrics", SHAPES, "--fail-on-diagnostics");
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain(
+      `error: limit crossed: ${SHAPES}: diagnosticFaults = 5 (orphanResults 1, unansweredCalls 1, duplicateIdsInMessage 1, reusedIds 1, splitCallResult 1) exceeds --fail-on-diagnostics 0`,
+    );
+  });
+
+  it("--fail-on-diagnostics not crossed by a clean session (images alone never fail it)", async () => {
+    expect((await runCli("metrics", OPEN, "--fail-on-diagnostics")).code).toBe(0);
+  });
+
+  it("without limits, faults are reported but the exit code is 0", async () => {
+    expect((await runCli("metrics", SHAPES)).code).toBe(0);
+  });
+
+  it("--json lists every crossing with session, metric, flag, value and limit", async () => {
+    const r = await runCli("metrics", OPEN, SHAPES, "--json", "--jobs", "1", "--max-chain-share", "80", "--max-open-thinking", "100", "--fail-on-diagnostics");
+    expect(r.code).toBe(3);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.gates.limits).toEqual({ maxChainShare: 80, maxOpenThinking: 100, failOnDiagnostics: true });
+    expect(doc.gates.crossed).toEqual([
+      { session: OPEN, metric: "largestChainSharePct", flag: "--max-chain-share", value: 100, limit: 80 },
+      { session: SHAPES, metric: "largestChainSharePct", flag: "--max-chain-share", value: 86, limit: 80 },
+      {
+        session: SHAPES,
+        metric: "diagnosticFaults",
+        flag: "--fail-on-diagnostics",
+        value: 5,
+        limit: 0,
+        detail: "orphanResults 1, unansweredCalls 1, duplicateIdsInMessage 1, reusedIds 1, splitCallResult 1",
+      },
+    ]);
+  });
+});
+
+describe("exit code precedence and bad limits", () => {
+  const tmp = tempDir("gates");
+  afterAll(tmp.cleanup);
+
+  it("a failed file (exit 1) wins over a crossed limit (3); the other sessions are still reported", async () => {
+    const empty = path.join(tmp.dir, "empty.jsonl");
+    writeFileSync(empty, "");
+    const r = await runCli("metrics", OPEN, empty, "--max-chain-share", "50", "--json", "--jobs", "1");
+    expect(r.code).toBe(1);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.sessions).toHaveLength(1);
+    expect(doc.failures).toEqual([{ session: empty, error: expect.stringContaining(empty) }]);
+    expect(doc.gates.crossed).toHaveLength(1);
+  });
+
+  it.each([
+    ["--max-frontier-gap", "-1", "--max-frontier-gap: expected a number ≥ 0, got \"-1\""],
+    ["--max-chain-share", "101", "--max-chain-share: expected a number from 0 to 100, got \"101\""],
+    ["--max-context", "lots", "--max-context: expected a number ≥ 0, got \"lots\""],
+  ])("%s %s is a usage error (exit 2)", async (flag, value, message) => {
+    const r = await runCli("metrics", OPEN, flag, value);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(message);
+  });
+});

@@ -1,0 +1,295 @@
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { defaultConfig } from "../src/config/config.js";
+import { projectBranch } from "../src/context/projection.js";
+import { openSession } from "../src/session/index.js";
+import { computeContextMetrics, chainSpan } from "../src/report/context-metrics.js";
+import { findDiagnostics } from "../src/report/diagnostics.js";
+import { computeSessionMetrics } from "../src/report/session-metrics.js";
+import { CHARS4, loadTokenizer } from "../src/report/tokenizer.js";
+import { protectionTest } from "../src/prune/protect.js";
+import { branchMessages } from "../src/context/branch-messages.js";
+import { renderBranch } from "../src/render/render.js";
+import type { AgentMessage } from "../src/session/types.js";
+import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
+
+const metricsOf = async (name: string) => computeSessionMetrics(await openSession(fixture(name), "read"), defaultConfig());
+
+describe("context metrics (facts §12) on small fixtures", () => {
+  it("a session that is one open chain: 100% share, all thinking open, every result in the gap", async () => {
+    const m = await metricsOf("metrics-one-open-chain.jsonl");
+    // Thinking blocks (JSON) are 119 + 103 + 79 = 301 chars → round(301 / 4) = 75.
+    expect(m.openCycleThinkingTokens).toBe(75);
+    // No text-only reply: the whole branch is the open segment.
+    expect(m.largestChainSharePct).toBe(100);
+    // No frontier: results of 234, 176 and 158 chars → 59 + 44 + 40 (each rounded on its own).
+    expect(m.frontierGapTokens).toBe(143);
+    expect(m.index).toEqual({
+      records: 0,
+      summaries: 0,
+      aliases: 0,
+      spills: 0,
+      chains: 0,
+      refs: 0,
+      frontier: null,
+      summarizer: { calls: 0, inputTokens: 0, outputTokens: 0, cost: 0 },
+      chainsCompressed: 0,
+      rangesSummarized: 0,
+    });
+    expect(m.context.before).toEqual({ messages: 7, chars: 2206, tokens: 552 });
+    expect(m.context.after).toEqual(m.context.before);
+    expect(m.reportedUsage).toEqual({
+      entryId: "c0000006",
+      line: 7,
+      model: "anthropic/claude-sonnet-4-5",
+      input: 13050,
+      output: 50,
+      cacheRead: 0,
+      cacheWrite: 0,
+      totalTokens: 13100,
+      tokens: 13100,
+    });
+    expect(m.diagnosticFaults).toBe(0);
+  });
+
+  it("closed chains, a frontier, a summary, a protected path and a dedup alias", async () => {
+    const m = await metricsOf("metrics-chains-frontier.jsonl");
+    // Open segment after the last text-only reply: one thinking block of 82 chars → 21.
+    expect(m.openCycleThinkingTokens).toBe(21);
+    // Chain 1 = 1,363 chars (summary message included), chain 2 = 1,812, open segment = 764; all 3,939.
+    expect(m.largestChainSharePct).toBe(46);
+    // Past the frontier (call_1): call_2's result (261 chars) counts; call_3 reads docs/skills/testing.md
+    // (protected), call_4 is a dedup alias of call_1.
+    expect(m.frontierGapTokens).toBe(65);
+    expect(m.index).toEqual({
+      records: 1,
+      summaries: 1,
+      aliases: 1,
+      spills: 0,
+      chains: 0,
+      refs: 1,
+      frontier: { toolCallId: "call_1", turnIndex: 0, outcome: "summarized" },
+      summarizer: { calls: 1, inputTokens: 1200, outputTokens: 80, cost: 0.0042 },
+      chainsCompressed: 0,
+      rangesSummarized: 0,
+    });
+    // Two results become stubs (call_1 and its alias call_4); a 40-char result is shorter than a stub.
+    expect(m.context.before).toEqual({ messages: 14, chars: 3763, tokens: 941 });
+    expect(m.context.after).toEqual({ messages: 14, chars: 3851, tokens: 963 });
+    expect(m.context.reclaimedTokens).toBe(-22);
+  });
+
+  it("rounds half up and rounds the gap per message (chars/4 convention)", () => {
+    const at = 1000;
+    const messages: AgentMessage[] = [
+      { role: "user", content: [{ type: "text", text: "go" }], timestamp: at },
+      {
+        role: "assistant",
+        content: [
+          { type: "thinking", thinking: "a" },
+          { type: "toolCall", id: "x", name: "bash", arguments: { command: "ls" } },
+        ],
+        timestamp: at + 1,
+      } as AgentMessage,
+      { role: "toolResult", toolCallId: "x", toolName: "bash", content: [{ type: "text", text: "y" }], isError: false, timestamp: at + 2 },
+    ];
+    const m = computeContextMetrics(messages, null, { isSummarized: () => false }, protectionTest(defaultConfig()));
+    // {"type":"thinking","thinking":"a"} is 34 chars → Math.round(8.5) = 9.
+    expect(JSON.stringify({ type: "thinking", thinking: "a" }).length).toBe(34);
+    expect(m.openCycleThinkingTokens).toBe(9);
+    expect(m.frontierGapTokens).toBe(Math.round(JSON.stringify(messages[2]).length / 4));
+    expect(m.largestChainSharePct).toBe(100);
+  });
+
+  it("an empty branch is all zeros", () => {
+    expect(computeContextMetrics([], null, { isSummarized: () => false }, () => false)).toEqual({
+      openCycleThinkingTokens: 0,
+      largestChainSharePct: 0,
+      frontierGapTokens: 0,
+    });
+  });
+
+  it("locates chains by timestamp: first user with the start, first assistant at or after it with the final", () => {
+    const u = (ts: number): AgentMessage => ({ role: "user", content: "q", timestamp: ts });
+    const a = (ts: number): AgentMessage => ({ role: "assistant", content: [{ type: "text", text: "r" }], timestamp: ts }) as AgentMessage;
+    const messages = [u(5), a(9), u(5), a(7), a(9)];
+    expect(chainSpan(messages, 5, 9)).toEqual({ start: 0, end: 1 });
+    expect(chainSpan(messages, 5, 7)).toEqual({ start: 0, end: 3 });
+    expect(chainSpan(messages, 5, 8)).toBeNull();
+    expect(chainSpan(messages, 5, null)).toEqual({ start: 0, end: 1 });
+    expect(chainSpan([u(1), a(2)], 1, null)).toEqual({ start: 0, end: 1 });
+  });
+
+  it("uses the arguments of the nearest preceding assistant carrying the call id for protection", () => {
+    const messages: AgentMessage[] = [
+      { role: "user", content: "x", timestamp: 1 },
+      { role: "assistant", content: [{ type: "toolCall", id: "c", name: "read", arguments: { path: "a/skills/s.md" } }], timestamp: 2 } as AgentMessage,
+      { role: "assistant", content: [{ type: "toolCall", id: "d", name: "read", arguments: { path: "b.md" } }], timestamp: 3 } as AgentMessage,
+      { role: "toolResult", toolCallId: "c", toolName: "read", content: [{ type: "text", text: "protected" }], isError: false, timestamp: 4 },
+    ];
+    const m = computeContextMetrics(messages, null, { isSummarized: () => false }, protectionTest(defaultConfig()));
+    expect(m.frontierGapTokens).toBe(0);
+  });
+});
+
+describe("structural diagnostics (SPEC.md section 9)", () => {
+  it("finds each shape once, with entry id and line", async () => {
+    const m = await metricsOf("diagnostics-shapes.jsonl");
+    expect(m.diagnostics).toEqual({
+      orphanResults: { count: 1, places: [{ entryId: "e000000a", line: 11, detail: "ghost" }] },
+      unansweredCalls: { count: 1, places: [{ entryId: "e0000009", line: 10, detail: "call_c" }] },
+      duplicateIdsInMessage: { count: 1, places: [{ entryId: "e0000002", line: 3, detail: "dup_1" }] },
+      reusedIds: { count: 1, places: [{ entryId: "e0000005", line: 6, detail: "call_a" }] },
+      splitCallResult: {
+        count: 1,
+        places: [{ entryId: "e0000007", line: 8, detail: "custom message between call call_b and its result" }],
+      },
+      unresolvedRanges: { count: 0, places: [] },
+      images: {
+        count: 2,
+        places: [
+          { entryId: "e0000001", line: 2, detail: "user image image/png" },
+          { entryId: "e0000004", line: 5, detail: "toolResult image image/png" },
+        ],
+      },
+    });
+    expect(m.diagnosticFaults).toBe(5);
+  });
+
+  it("counts unresolved chain ranges from the render's diagnostics, placed at the chain entry", async () => {
+    const session = await openSession(fixture("metrics-chains-frontier.jsonl"), "read");
+    const chainEntry = { type: "custom", customType: "context-prune-chain", id: "f0000001", parentId: null, timestamp: "x", data: { blockId: "b4" } };
+    const d = findDiagnostics(
+      projectBranch(session.branch),
+      [
+        { kind: "unresolved-range", detail: "b4: start timestamp matches 2 user messages", dedupKey: "b4" },
+        { kind: "unresolved-range", detail: "b9: nested in b4", dedupKey: "overlap:b9" },
+        { kind: "orphan-sweep", detail: "swept 1", dedupKey: "abc" },
+      ],
+      [...session.branch, chainEntry],
+      (e) => (e === chainEntry ? 42 : null),
+    );
+    expect(d.unresolvedRanges).toEqual({
+      count: 2,
+      places: [
+        { entryId: "f0000001", line: 42, detail: "b4: start timestamp matches 2 user messages" },
+        { entryId: "", line: null, detail: "b9: nested in b4" },
+      ],
+    });
+  });
+
+  it("counts the unresolved chain range the render reports (ambiguous-chain-boundaries.jsonl)", async () => {
+    const m = await metricsOf("ambiguous-chain-boundaries.jsonl");
+    expect(m.diagnostics.unresolvedRanges).toEqual({
+      count: 1,
+      places: [
+        {
+          entryId: "a6000015",
+          line: 22,
+          detail: "blockId=b7 start=1767261601000 final=1767261604000: not exactly one user and one later assistant message at these timestamps; nothing dropped",
+        },
+      ],
+    });
+    expect(m.diagnosticFaults).toBe(1);
+  });
+
+  it("keeps only the first five places", async () => {
+    const m = computeSessionMetrics(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig());
+    // SOURCES.md: 18 tool calls never answered (aborted turns).
+    expect(m.diagnostics.unansweredCalls.count).toBe(18);
+    expect(m.diagnostics.unansweredCalls.places).toHaveLength(5);
+    expect(m.diagnostics.unansweredCalls.places[0]).toEqual({ entryId: "5c782c0c", line: 33, detail: "toolu_016i8caCv6EqBx4nQUJmnEvU" });
+  });
+});
+
+describe("tokenizers", () => {
+  it("chars4 is round(chars / 4); o200k counts real tokens and treats special-token text as text", async () => {
+    expect(CHARS4.count("abcdef")).toBe(2); // 1.5 rounds up
+    expect(CHARS4.count("abcde")).toBe(1);
+    const o200k = await loadTokenizer("o200k");
+    expect(o200k.count("hello world")).toBe(2);
+    expect(o200k.count("a <|endoftext|> b")).toBeGreaterThan(3);
+    expect(o200k.count("")).toBe(0);
+    await expect(loadTokenizer("cl100k")).rejects.toThrow(/--tokenizer: expected one of chars4, o200k/);
+  });
+
+  it("--tokenizer o200k changes the token figures, not the chars or the share", async () => {
+    const session = await openSession(fixture("metrics-one-open-chain.jsonl"), "read");
+    const a = computeSessionMetrics(session, defaultConfig());
+    const b = computeSessionMetrics(session, defaultConfig(), await loadTokenizer("o200k"));
+    expect(b.tokenizer).toBe("o200k");
+    expect(b.context.before.chars).toBe(a.context.before.chars);
+    expect(b.largestChainSharePct).toBe(a.largestChainSharePct);
+    expect(b.context.before.tokens).not.toBe(a.context.before.tokens);
+  });
+});
+
+describe("metrics over every shared session", () => {
+  const files = readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl"));
+
+  it.each(files)("%s", async (name) => {
+    const session = await openSession(path.join(SHARED_SESSIONS, name), "read");
+    const m = computeSessionMetrics(session, defaultConfig());
+    expect(m.largestChainSharePct).toBeGreaterThanOrEqual(0);
+    expect(m.largestChainSharePct).toBeLessThanOrEqual(100);
+    expect(m.context.before.messages).toBeGreaterThan(0);
+    // Untouched sessions: nothing is stubbed; the error purge and the orphan sweep only remove.
+    expect(m.context.after.chars).toBeLessThanOrEqual(m.context.before.chars);
+    // Sizes summed from memoized per-message lengths equal one JSON.stringify of the whole context.
+    const rendered = renderBranch(session.branch, defaultConfig());
+    expect(m.context.before.chars).toBe(JSON.stringify(rendered.before).length);
+    expect(m.context.before.tokens).toBe(Math.round(JSON.stringify(rendered.before).length / 4));
+    // The open-segment thinking never exceeds all thinking on the branch.
+    const all = branchMessages(session.branch)
+      .map((x) => x.message)
+      .filter((x) => x.role === "assistant" && Array.isArray(x.content))
+      .flatMap((x) => (x as { content: { type: string }[] }).content.filter((b) => b.type === "thinking"));
+    expect(m.openCycleThinkingTokens).toBeLessThanOrEqual(Math.round(all.map((b) => JSON.stringify(b)).join("").length / 4));
+  });
+
+  it("gjc-02's three results whose calls sat on the broken line are orphans", async () => {
+    const m = computeSessionMetrics(await openSession(path.join(SHARED_SESSIONS, "gjc-02-inline-agent-design.v3.jsonl"), "read"), defaultConfig());
+    expect(m.diagnostics.orphanResults.count).toBe(3);
+    expect(m.diagnostics.orphanResults.places.map((p) => p.line)).toEqual([119, 120, 121]);
+  });
+});
+
+describe("condense metrics --json", () => {
+  it("prints the documented document: schema, tokenizer, sessions, totals, failures, gates", async () => {
+    const r = await runCli("metrics", fixture("metrics-one-open-chain.jsonl"), fixture("metrics-chains-frontier.jsonl"), "--json", "--jobs", "1");
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(Object.keys(doc)).toEqual(["schema", "tokenizer", "sessions", "totals", "failures", "gates"]);
+    expect(doc.schema).toBe("condense.metrics/1");
+    expect(doc.tokenizer).toBe("chars4");
+    expect(doc.sessions.map((s: { id: string }) => s.id)).toEqual(["one-open-chain", "chains-frontier"]);
+    expect(doc.totals).toMatchObject({
+      sessions: 2,
+      failed: 0,
+      contextBeforeTokens: 552 + 941,
+      contextAfterTokens: 552 + 963,
+      openCycleThinkingTokens: 75 + 21,
+      frontierGapTokens: 143 + 65,
+      largestChainSharePctMax: 100,
+      records: 1,
+      summaries: 1,
+      aliases: 1,
+      summarizerCalls: 1,
+      summarizerInputTokens: 1200,
+      summarizerOutputTokens: 80,
+      diagnosticFaults: 0,
+    });
+    expect(doc.failures).toEqual([]);
+    expect(doc.gates).toEqual({ limits: {}, crossed: [] });
+  });
+
+  it("prints one table row per session plus a totals row, and the places of the faults", async () => {
+    const r = await runCli("metrics", fixture("metrics-one-open-chain.jsonl"), fixture("diagnostics-shapes.jsonl"), "--jobs", "1");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("metrics-one-open-chain.jsonl");
+    expect(r.stdout).toContain("total (2)");
+    expect(r.stdout).toContain("  orphanResults 1: e000000a (line 11) ghost");
+    expect(r.stdout).toContain("  splitCallResult 1: e0000007 (line 8) custom message between call call_b and its result");
+  });
+});
