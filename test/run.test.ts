@@ -432,3 +432,45 @@ describe("chain compression of a partly summarized chain", () => {
     expect(JSON.parse(q.stdout).results[0].output).toBe("PORT=48213");
   });
 });
+
+describe("--output safety", () => {
+  it("refuses an empty path, a directory and the input itself; the input stays as it was", async () => {
+    const file = tempCopy("example-session.jsonl");
+    const bytes = readFileSync(file);
+    const cases: [string, string][] = [
+      ["", "--output: empty path (is the variable you passed unset?)"],
+      [path.dirname(file), `--output ${path.dirname(file)} is a directory; name a file`],
+      [file, `--output ${file} is the input session itself; run without --output to prune it in place`],
+    ];
+    for (const [output, message] of cases) {
+      const r = await runCli([file, "--output", output, "--force"]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(message);
+    }
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+  });
+});
+
+describe("a session whose last message waits for tool results", () => {
+  it("is left alone while it looks live, and written with --force", async () => {
+    const file = tempCopy("example-session.jsonl");
+    const lines = readFileSync(file, "utf8").trimEnd().split("\n");
+    const last = JSON.parse(lines[lines.length - 1]);
+    const pending = {
+      type: "message",
+      id: "0000beef",
+      parentId: last.id,
+      timestamp: "2026-01-01T10:05:00.000Z",
+      message: { role: "assistant", content: [{ type: "toolCall", id: "toolu_99", name: "bash", arguments: { command: "sleep 100" } }], stopReason: "toolUse", timestamp: 1767261900000 },
+    };
+    writeFileSync(file, `${lines.join("\n")}\n${JSON.stringify(pending)}\n`);
+    const bytes = readFileSync(file);
+    const r = await runCli([file]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("the last message has 1 tool call(s) still without a result");
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+    const forced = await runCli([file, "--force", "--json"], { CONDENSE_NOW: NOW });
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout).sessions[0].entriesAppended).toBeGreaterThan(0);
+  });
+});

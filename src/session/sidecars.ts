@@ -6,15 +6,15 @@ import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 
 /**
- * Write `data` to `path` atomically (creating its folder).
+ * Write `data` to `path` atomically (creating its folder); `mode` sets the new file's permissions.
  * @throws NodeJS.ErrnoException on I/O failure (the temporary file is removed)
  */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
+export async function writeFileAtomic(path: string, data: string | Uint8Array, mode?: number): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   // Short, so a long target name still leaves room (names are limited to 255 bytes).
   const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${Date.now() % 1e6}.tmp`);
   try {
-    const handle = await open(tmp, "wx");
+    const handle = await open(tmp, "wx", mode);
     try {
       await handle.writeFile(data);
       await handle.sync();

@@ -111,18 +111,8 @@ export async function appendEntries(
   options: AppendOptions = {},
 ): Promise<number> {
   if (entries.length === 0) return 0;
-  let release: (() => Promise<void>) | undefined;
-  try {
-    const { default: lockfile } = await import("proper-lockfile");
-    release = await lockfile.lock(session.path, { retries: { retries: 5, minTimeout: 50, maxTimeout: 500 }, stale: 30_000 });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ELOCKED") throw new FileLockedError(session.path);
-    throw error;
-  }
-  try {
-    const now = await stat(session.path);
-    if (now.size !== session.size) throw new FileChangedError(session.path, `size ${session.size} → ${now.size} bytes`);
-    if (now.mtimeMs !== session.mtimeMs) throw new FileChangedError(session.path, "modification time moved");
+  return withSessionLock(session.path, async () => {
+    await assertUnchanged(session);
     const bytes = Buffer.from(serializeAppend(session, entries), "utf8");
     await options.beforeWrite?.();
     const handle = await open(session.path, "a");
@@ -151,7 +141,35 @@ export async function appendEntries(
       await handle.close();
     }
     return bytes.length;
+  });
+}
+
+/**
+ * Run `work` while holding the session file's lock (`proper-lockfile`, a `<file>.lock` folder).
+ * @throws FileLockedError when another writer holds it
+ */
+export async function withSessionLock<T>(path: string, work: () => Promise<T>): Promise<T> {
+  let release: () => Promise<void>;
+  try {
+    const { default: lockfile } = await import("proper-lockfile");
+    release = await lockfile.lock(path, { retries: { retries: 5, minTimeout: 50, maxTimeout: 500 }, stale: 30_000 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ELOCKED") throw new FileLockedError(path);
+    throw error;
+  }
+  try {
+    return await work();
   } finally {
     await release();
   }
+}
+
+/**
+ * Check that the file is still the one that was read (same size and modification time).
+ * @throws FileChangedError when it is not
+ */
+export async function assertUnchanged(session: Pick<Session, "path" | "size" | "mtimeMs">): Promise<void> {
+  const now = await stat(session.path);
+  if (now.size !== session.size) throw new FileChangedError(session.path, `size ${session.size} → ${now.size} bytes`);
+  if (now.mtimeMs !== session.mtimeMs) throw new FileChangedError(session.path, "modification time moved");
 }

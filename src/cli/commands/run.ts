@@ -3,7 +3,7 @@
  * memory, then write sidecars atomically, then append the entries in one locked write — or, with
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
-import { copyFile, readFile } from "node:fs/promises";
+import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
 import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
@@ -12,7 +12,7 @@ import type { FlushProgress } from "../../prune/flush.js";
 import { planRun, type RunReport } from "../../prune/plan.js";
 import { idleRunReport } from "../../prune/pending.js";
 import { buildSession, formatWarning, openSession, resolveSessionArgs, type Session } from "../../session/index.js";
-import { appendEntries, serializeAppend } from "../../session/writer.js";
+import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "../../session/writer.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { parseSessionText } from "../../session/reader.js";
 import { createSummarizer } from "../../summarize/select.js";
@@ -76,7 +76,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     const concurrency = positiveInt("--concurrency", options.concurrency, 4);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
-    if (options.output && files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
+    if (options.output !== undefined) await checkOutput(options.output, files);
     // Ctrl-C: abort in-flight summarizer calls; a session not yet written stays untouched (exit 130).
     // A second Ctrl-C exits at once.
     const interrupt = new AbortController();
@@ -122,7 +122,20 @@ async function runOne(
   const started = Date.now();
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (signal.aborted) throw interrupted();
+  // Write through a symlink to the session it names (as Pi does), with the blobs folder beside it.
+  path = await realpath(path).catch(() => path);
   let session = await openSession(path, "write");
+  if (!options.force && !options.dryRun) {
+    const waiting = unansweredAtLeaf(session);
+    if (waiting > 0 && Date.now() - session.mtimeMs < LIVE_WINDOW_MS) {
+      throw new CondenseError(
+        `${path}: the last message has ${waiting} tool call(s) still without a result and the file changed ` +
+          `${Math.round((Date.now() - session.mtimeMs) / 1000)} s ago — Pi may be running those tools now; ` +
+          "nothing was written. Run again once Pi is done, or pass --force",
+        1,
+      );
+    }
+  }
   for (const w of session.warnings) out.warn(formatWarning(w));
   const dryRun = !!options.dryRun;
   let migratedFrom: number | undefined;
@@ -141,10 +154,18 @@ async function runOne(
       baseBytes = Buffer.from(migrated, "utf8");
       session = reparse(path, migrated, session);
     } else {
-      backup = `${path}.v${session.fileVersion}.bak`;
-      if (existsSync(backup) && !options.force) throw new UsageError(`${path}: backup ${backup} already exists; use --force to overwrite it`);
-      await copyFile(path, backup);
-      await writeFileAtomic(path, migrated);
+      const target = `${path}.v${session.fileVersion}.bak`;
+      if (existsSync(target) && !options.force) throw new UsageError(`${path}: backup ${target} already exists; use --force to overwrite it`);
+      const read = session;
+      // Under the lock, and only if the file is still the one read: a concurrent writer (or a
+      // second condense) must never turn the backup into anything but the original bytes.
+      await withSessionLock(path, async () => {
+        await assertUnchanged(read);
+        const mode = (await stat(path)).mode & 0o7777;
+        await copyFile(path, target);
+        await writeFileAtomic(path, migrated, mode);
+      });
+      backup = target;
       session = await openSession(path, "write");
     }
   }
@@ -194,7 +215,11 @@ async function runOne(
     try {
       for (const sidecar of plan.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
       if (options.output) {
+        if (!baseBytes) await assertUnchanged(session);
         const original = baseBytes ?? (await readFile(path));
+        if (!baseBytes && original.length !== session.size) {
+          throw new CondenseError(`${path} changed while it was copied to --output; nothing was written — run again`, 1);
+        }
         const appended = Buffer.from(serializeAppend(session, plan.entries), "utf8");
         await writeFileAtomic(options.output, Buffer.concat([original, plan.entries.length > 0 ? appended : Buffer.alloc(0)]));
         bytesAppended = plan.entries.length > 0 ? appended.length : 0;
@@ -217,6 +242,34 @@ async function runOne(
     ...(backup ? { backup } : {}),
     wallMs: Date.now() - started,
   };
+}
+
+/** Seconds within which a session whose leaf waits for tool results is taken as live (Pi running). */
+const LIVE_WINDOW_MS = 60_000;
+
+/** Tool calls of the last message (an assistant message) that no result answers. */
+function unansweredAtLeaf(session: Session): number {
+  const leaf = session.branch[session.branch.length - 1];
+  const m = leaf?.type === "message" ? (leaf.message as { role?: string; content?: unknown }) : undefined;
+  if (m?.role !== "assistant" || !Array.isArray(m.content)) return 0;
+  return m.content.filter((b) => b?.type === "toolCall").length;
+}
+
+/**
+ * `--output` must name a new file (or an existing one with --force), never a folder and never the
+ * input itself (that would replace it without the lock and the changed-file check).
+ * @throws UsageError naming the problem
+ */
+async function checkOutput(output: string, files: string[]): Promise<void> {
+  if (output.trim() === "") throw new UsageError("--output: empty path (is the variable you passed unset?)");
+  if (files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
+  const out = await stat(output).catch(() => null);
+  if (!out) return;
+  if (out.isDirectory()) throw new UsageError(`--output ${output} is a directory; name a file`);
+  const input = await stat(files[0]).catch(() => null);
+  if (input && input.dev === out.dev && input.ino === out.ino) {
+    throw new UsageError(`--output ${output} is the input session itself; run without --output to prune it in place`);
+  }
 }
 
 /** A v1/v2 session rewritten as v3 the way Pi rewrites it: header with `version: 3`, one JSON line per entry. */
