@@ -70,7 +70,7 @@ export class Output {
   table(head: string[], rows: (string | number)[][], align?: ("left" | "right")[]): string {
     const table = new Table({
       head: head.map((h) => this.c.bold(h)),
-      style: { head: [], border: [] },
+      style: { head: [], border: [], compact: true },
       ...(align ? { colAligns: align } : {}),
     });
     for (const row of rows) table.push(row.map((cell) => (typeof cell === "number" ? cell.toLocaleString("en-US") : cell)));
@@ -124,4 +124,33 @@ export class Spinner {
   render(): void {
     this.ora?.render();
   }
+}
+
+/**
+ * Short, unique labels for session paths: the file name, with as many parent folders as it takes
+ * to tell two sessions apart (`a/s.jsonl` and `b/s.jsonl`).
+ */
+export function displayNames(paths: string[]): string[] {
+  const parts = paths.map((p) => p.split(/[\\/]/).filter((x) => x !== ""));
+  const depth = paths.map(() => 1);
+  const label = (i: number) => parts[i].slice(-depth[i]).join("/");
+  for (let round = 0; round < 64; round++) {
+    const seen = new Map<string, number[]>();
+    paths.forEach((_, i) => {
+      const l = label(i);
+      seen.set(l, [...(seen.get(l) ?? []), i]);
+    });
+    let changed = false;
+    for (const group of seen.values()) {
+      if (group.length < 2) continue;
+      for (const i of group) {
+        if (depth[i] < parts[i].length) {
+          depth[i]++;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+  return paths.map((_, i) => label(i));
 }

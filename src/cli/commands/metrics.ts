@@ -19,7 +19,7 @@ import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
 import { collect, configSources, type ConfigFlags } from "../config-flags.js";
 import { type ExitState, withCommonOptions } from "../main.js";
 import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
-import { Output } from "../output.js";
+import { displayNames, Output } from "../output.js";
 
 /** Version of the `--json` document; bumped only on an incompatible change. */
 export const METRICS_SCHEMA = "condense.metrics/1";
@@ -114,7 +114,16 @@ export function registerMetrics(program: Command, exit: ExitState): void {
       });
       return;
     }
-    if (rows.length > 0) out.print(formatTable(rows, totals, out));
+    if (rows.length > 0) {
+      out.print(formatTable(rows, totals, out));
+      out.print(
+        out.c.dim(
+          "reported = provider-reported tokens of the last request · open think = thinking after the last final reply · " +
+            "chain % = largest chain's share of the branch · gap = unsummarized tool output past the frontier · " +
+            "rec/sum/ali/spl/chn = index records, summaries, dedup aliases, spills, chains",
+        ),
+      );
+    }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
   });
@@ -174,8 +183,9 @@ export function totalsOf(rows: SessionMetrics[], failed: number): MetricsTotals 
 const fmt = (n: number) => n.toLocaleString("en-US");
 
 function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output): string {
-  const body = rows.map((r) => [
-    shortName(r.session),
+  const names = displayNames(rows.map((r) => r.session));
+  const body = rows.map((r, i) => [
+    names[i],
     `${fmt(r.context.before.tokens)} → ${fmt(r.context.after.tokens)}${r.context.reclaimedPct ? ` (-${r.context.reclaimedPct}%)` : ""}`,
     r.reportedUsage ? fmt(r.reportedUsage.tokens) : "—",
     fmt(r.openCycleThinkingTokens),
@@ -202,18 +212,7 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output)
   }
   const tokenizer = rows[0]?.tokenizer === "o200k" ? "o200k tokens" : "~tokens";
   return out.table(
-    [
-      "session",
-      `context ${tokenizer} before → after`,
-      "reported",
-      "open thinking",
-      "chain share",
-      "frontier gap",
-      "rec/sum/alias/spill/chain",
-      "summarizer tok",
-      "diag",
-      "images",
-    ],
+    ["session", `${tokenizer} before → after`, "reported", "open think", "chain %", "gap", "rec/sum/ali/spl/chn", "summ. tok", "diag", "img"],
     body,
     ["left", "right", "right", "right", "right", "right", "right", "right", "right", "right"],
   );
@@ -233,9 +232,4 @@ function formatDiagnostics(rows: SessionMetrics[]): string {
     }
   }
   return lines.join("\n");
-}
-
-function shortName(path: string): string {
-  const parts = path.split("/");
-  return parts[parts.length - 1];
 }

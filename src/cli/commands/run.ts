@@ -20,7 +20,7 @@ import { nowMs } from "../../util/clock.js";
 import { CondenseError, UsageError } from "../../util/errors.js";
 import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
 import { type ExitState, withCommonOptions } from "../main.js";
-import { Output } from "../output.js";
+import { displayNames, Output } from "../output.js";
 import { collect, configSources, type ConfigFlags } from "../config-flags.js";
 
 interface RunOptions extends ConfigFlags {
@@ -297,57 +297,71 @@ export function progressLine(model: string, p: FlushProgress): string {
 
 function pct(before: number, after: number): string {
   if (before === 0) return "0%";
-  return `${Math.round((100 * (after - before)) / before)}%`;
+  const p = Math.round((100 * (after - before)) / before);
+  return p > 0 ? `+${p}%` : `${p}%`;
 }
 
 /** The totals row of the report (several sessions). */
-function totalsRow(results: RunFileResult[], out: Output): string[] {
+function totalsRow(
+  results: RunFileResult[],
+  out: Output,
+  row: (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context">, name: string, written: string) => string[],
+): string[] {
   const sum = (f: (r: RunFileResult) => number) => results.reduce((n, r) => n + f(r), 0);
-  const before = sum((r) => r.context.before.tokens);
-  const after = sum((r) => r.context.after.tokens);
   const idle = results.filter((r) => !r.dryRun && !r.written).length;
-  return [
-    out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`),
-    String(sum((r) => r.batches.captured)),
-    String(sum((r) => r.batches.summarized)),
-    `${sum((r) => r.batches.skippedTrivial)}/${sum((r) => r.batches.skippedDeduped)}/${sum((r) => r.batches.skippedOversized)}`,
-    String(sum((r) => r.calls.spilled)),
-    String(sum((r) => r.calls.protected)),
-    `${sum((r) => r.chars.raw).toLocaleString("en-US")} → ${sum((r) => r.chars.summary).toLocaleString("en-US")}`,
-    `${before.toLocaleString("en-US")} → ${after.toLocaleString("en-US")} (${pct(before, after)})`,
-    `+${sum((r) => r.entriesAppended)} entries`,
-    `${(sum((r) => r.wallMs) / 1000).toFixed(2)}s`,
-  ];
+  const total = {
+    batches: {
+      captured: sum((r) => r.batches.captured),
+      summarized: sum((r) => r.batches.summarized),
+      skippedTrivial: sum((r) => r.batches.skippedTrivial),
+      skippedDeduped: sum((r) => r.batches.skippedDeduped),
+      skippedOversized: sum((r) => r.batches.skippedOversized),
+      failed: sum((r) => r.batches.failed),
+    },
+    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0 },
+    chains: { compressed: sum((r) => r.chains?.compressed ?? 0), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
+    context: {
+      before: { chars: 0, tokens: sum((r) => r.context.before.tokens) },
+      after: { chars: 0, tokens: sum((r) => r.context.after.tokens) },
+    },
+  };
+  const entries = sum((r) => r.entriesAppended);
+  const written = results.every((r) => r.dryRun) ? `would add ${entries}` : `+${entries}`;
+  return row(total, out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`), written).map(String);
 }
 
 /** The human report: one row per session, then totals when there are several. */
 function formatReport(results: RunFileResult[], out: Output): string {
-  const rows = results.map((r) => [
-    r.session.split("/").pop() ?? r.session,
-    r.batches.captured,
-    r.batches.summarized,
-    `${r.batches.skippedTrivial}/${r.batches.skippedDeduped}/${r.batches.skippedOversized}${r.batches.failed ? ` (${r.batches.failed} failed)` : ""}`,
-    r.calls.spilled,
-    r.calls.protected,
-    `${r.chars.raw.toLocaleString("en-US")} → ${r.chars.summary.toLocaleString("en-US")}`,
-    `${r.context.before.tokens.toLocaleString("en-US")} → ${r.context.after.tokens.toLocaleString("en-US")} (${pct(r.context.before.tokens, r.context.after.tokens)})`,
-    r.dryRun ? "dry run" : r.written ? `+${r.entriesAppended} entries` : "nothing to do",
-    `${(r.wallMs / 1000).toFixed(2)}s`,
-  ]);
-  if (results.length > 1) rows.push(totalsRow(results, out));
+  const n = (x: number) => x.toLocaleString("en-US");
+  const names = displayNames(results.map((r) => r.session));
+  const row = (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context">, name: string, written: string): string[] => [
+    name,
+    n(r.batches.captured),
+    n(r.batches.summarized),
+    `${r.batches.skippedTrivial}/${r.batches.skippedDeduped}/${r.batches.skippedOversized}${r.batches.failed ? `, ${r.batches.failed} failed` : ""}`,
+    n(r.calls.spilled),
+    n(r.chains?.compressed ?? 0),
+    `${n(r.context.before.tokens)} → ${n(r.context.after.tokens)} (${pct(r.context.before.tokens, r.context.after.tokens)})`,
+    written,
+  ];
+  const rows = results.map((r, i) =>
+    row(r, names[i], r.dryRun ? `would add ${r.entriesAppended}` : r.written ? `+${r.entriesAppended}` : r.backup ? "migrated only" : "nothing to do"),
+  );
+  if (results.length > 1) rows.push(totalsRow(results, out, row));
   const table = out.table(
-    ["session", "batches", "summarized", "skipped trivial/dedup/oversized", "spilled", "protected", "raw → summary chars", "context ~tokens", "written", "time"],
+    ["session", "batches", "summarized", "skipped t/d/o", "spilled", "chains", "context ~tokens", "entries"],
     rows,
+    ["left", "right", "right", "right", "right", "right", "right", "left"],
   );
   const lines = [table];
+  const wall = results.reduce((t, r) => t + r.wallMs, 0);
+  lines.push(out.c.dim(`skipped t/d/o = trivial / deduplicated / oversized · ${(wall / 1000).toFixed(2)} s`));
   for (const r of results) {
     if (r.usage.calls > 0) {
       const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
       lines.push(`${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`);
     }
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
-    if (r.backup) lines.push(`${r.session}: migrated from v${r.migratedFrom}; backup at ${r.backup}`);
-    if (r.written && r.written !== r.session) lines.push(`wrote ${r.written}`);
   }
   return lines.join("\n");
 }
