@@ -1,12 +1,14 @@
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { budgetChart } from "../src/report/budget-chart.js";
-import { budgetLevel, MAX_BUDGET_WINDOW, registryWindow, replayBudget, usageFraction, type BudgetOptions, type BudgetRow } from "../src/report/budget.js";
+import { budgetLevel, loadModelRegistry, MAX_BUDGET_WINDOW, registryWindow, replayBudget, usageFraction, type BudgetOptions, type BudgetRow } from "../src/report/budget.js";
 import { lineOf } from "../src/report/session-metrics.js";
 import { openSession } from "../src/session/index.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
+
+beforeAll(loadModelRegistry);
 
 async function replay(name: string, options: Partial<BudgetOptions> = {}) {
   const session = await openSession(name.includes("/") ? name : fixture(name), "read");

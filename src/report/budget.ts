@@ -22,7 +22,6 @@
  * on reload, which the file does not record). Recorded usage is replayed as it was: a flush the
  * dry-run reports does not lower the usage of later turns.
  */
-import { getBuiltinModel } from "@earendil-works/pi-ai/providers/all";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import { hasValidUsage, usageTokens } from "./session-metrics.js";
@@ -93,9 +92,24 @@ export interface BudgetReport {
   };
 }
 
-/** Context window of a model in pi-ai's built-in registry. */
+type BuiltinLookup = (provider: string, model: string) => { contextWindow?: number } | undefined;
+let builtinModel: BuiltinLookup | undefined;
+
+/**
+ * Load pi-ai's model catalog (about 150 ms, so only commands that need windows pay for it).
+ * Must run before {@link registryWindow}.
+ */
+export async function loadModelRegistry(): Promise<void> {
+  builtinModel ??= (await import("@earendil-works/pi-ai/providers/all")).getBuiltinModel as unknown as BuiltinLookup;
+}
+
+/**
+ * Context window (tokens) of a model in pi-ai's built-in catalog, or undefined when unknown.
+ * @throws Error when {@link loadModelRegistry} has not run
+ */
 export function registryWindow(provider: string, model: string): number | undefined {
-  const found = (getBuiltinModel as (p: string, m: string) => { contextWindow?: number } | undefined)(provider, model);
+  if (!builtinModel) throw new Error("pi-ai's model catalog is not loaded (call loadModelRegistry first)");
+  const found = builtinModel(provider, model);
   return typeof found?.contextWindow === "number" && found.contextWindow > 0 ? found.contextWindow : undefined;
 }
 

@@ -7,7 +7,7 @@ import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
 import { protectionTest } from "../../prune/protect.js";
 import { budgetChart } from "../../report/budget-chart.js";
-import { MAX_BUDGET_WINDOW, replayBudget, type BudgetReport, type BudgetRow } from "../../report/budget.js";
+import { loadModelRegistry, MAX_BUDGET_WINDOW, replayBudget, type BudgetReport, type BudgetRow } from "../../report/budget.js";
 import { lineOf } from "../../report/session-metrics.js";
 import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
 import { UsageError } from "../../util/errors.js";
@@ -69,6 +69,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
+    await loadModelRegistry();
     const report = replayBudget(session.branch, {
       threshold: config.autoBudgetThreshold,
       delta: config.budgetTurnDelta,
