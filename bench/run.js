@@ -320,6 +320,26 @@ const sections = [
     c.summary.push(`render / read = ${ratio(r.ratio)}  [largest shared session after run]`);
   },
 
+  // Sections that run in their own process (a local server, worker threads): their output as is.
+  async function llmSummaries(c) {
+    console.log("\n[model-written summaries] bench/llm.js");
+    const child = spawnSync(process.execPath, [path.join(ROOT, "bench/llm.js")], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
+    process.stdout.write(child.stdout);
+    for (const line of child.stdout.split("\n")) if (/concurrency (8|32):/.test(line)) c.summary.push(line.trim().replace(/\s+/g, " "));
+  },
+
+  async function metricsArchive(c) {
+    if (!c.largest) {
+      console.log("\n[metrics over an archive] skipped: ../shared/sessions is absent");
+      return;
+    }
+    console.log("\n[metrics over an archive] bench/metrics.js");
+    const child = spawnSync(process.execPath, [path.join(ROOT, "bench/metrics.js")], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
+    process.stdout.write(child.stdout);
+    const speedup = child.stdout.split("\n").find((l) => /speedup/i.test(l));
+    if (speedup) c.summary.push(speedup.trim().replace(/\s+/g, " "));
+  },
+
   async function summary(c) {
     console.log("\n[summary]");
     for (const line of c.summary) console.log(`  ${line}`);
