@@ -107,6 +107,10 @@ export function registerRun(program: Command, exit: ExitState): void {
     }
     for (const f of failures) out.error(f.error);
     if (results.length > 0) out.print(formatReport(results, out));
+    for (const r of results) {
+      if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+      if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
+    }
   });
 }
 
