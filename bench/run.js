@@ -325,7 +325,7 @@ const sections = [
     console.log("\n[model-written summaries] bench/llm.js");
     const child = spawnSync(process.execPath, [path.join(ROOT, "bench/llm.js")], { cwd: ROOT, stdio: ["ignore", "pipe", "inherit"], encoding: "utf8" });
     process.stdout.write(child.stdout);
-    for (const line of child.stdout.split("\n")) if (/concurrency (8|32):/.test(line)) c.summary.push(line.trim().replace(/\s+/g, " "));
+    for (const line of child.stdout.split("\n")) if (/concurrency\s+(8|32):/.test(line)) c.summary.push(line.trim().replace(/\s+/g, " "));
   },
 
   async function metricsArchive(c) {
