@@ -6,30 +6,21 @@
  * root (the walk stops there, as Pi's `getBranch` does).
  */
 import { migrateEntries } from "./migrate.js";
-import { readSessionFile, type RawSession, type ReadProblem, type ReadWarning } from "./reader.js";
-import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
+import { readSessionFile, type RawSession } from "./reader.js";
+import type { SessionEntry } from "./types.js";
 
-export interface Session {
-  path: string;
-  header: SessionHeader | null;
+/** A read file (see {@link RawSession}; its `entries` here are migrated to v3) with its tree indexed. */
+export interface Session extends RawSession {
   /** Session id from the header ("" when the header is missing). */
   id: string;
-  /** Version the file is written in (1, 2 or 3). Entries below are always v3. */
+  /** Version the file is written in (1, 2 or 3). Entries are always v3. */
   fileVersion: number;
-  entries: SessionEntry[];
-  locations: EntryLocation[];
   byId: Map<string, SessionEntry>;
   /** Position of each entry in `entries`, by object identity. */
   indexOf: Map<SessionEntry, number>;
   leaf: SessionEntry | null;
   /** Root → leaf. */
   branch: SessionEntry[];
-  warnings: ReadWarning[];
-  problems: ReadProblem[];
-  size: number;
-  mtimeMs: number;
-  endsWithNewline: boolean;
-  lineCount: number;
 }
 
 /**

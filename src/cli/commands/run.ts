@@ -63,7 +63,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
     .option("--no-chain", "skip chain compression")
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
-    .option("--force", "overwrite an existing --output file or migration backup")
+    .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
     .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
     .addHelpText(
       "after",
