@@ -2,6 +2,7 @@
  * Helpers for the chain-compression tests: run `condense run` on a temp copy of a fixture with a
  * fixed clock and an empty Pi agent folder, and read back what it appended.
  */
+import { vi } from "vitest";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -40,9 +41,14 @@ export async function runCli(args: string[]): Promise<number> {
   const env = { CONDENSE_NOW: process.env.CONDENSE_NOW, PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR };
   process.env.CONDENSE_NOW = NOW_ISO;
   process.env.PI_CODING_AGENT_DIR = path.join(tempDir(), "agent");
+  // The report and notices are not what these tests check: keep them out of the test output.
+  const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
+  const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
   try {
     return await main(["node", "condense", ...args]);
   } finally {
+    out.mockRestore();
+    err.mockRestore();
     for (const [k, v] of Object.entries(env)) {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
