@@ -2,11 +2,10 @@
  * Helpers for the chain-compression tests: run `condense run` on a temp copy of a fixture with a
  * fixed clock and an empty Pi agent folder, and read back what it appended.
  */
-import { vi } from "vitest";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { main } from "../src/cli/main.js";
+import { runCli as captureCli } from "./cli-harness.js";
 import { loadSession, type Session } from "../src/session/session.js";
 import type { SessionEntry } from "../src/session/types.js";
 
@@ -38,22 +37,7 @@ export function tempCopy(src: string): string {
 
 /** Run the CLI with a fixed clock and an agent folder without settings. @returns the exit code */
 export async function runCli(args: string[]): Promise<number> {
-  const env = { CONDENSE_NOW: process.env.CONDENSE_NOW, PI_CODING_AGENT_DIR: process.env.PI_CODING_AGENT_DIR };
-  process.env.CONDENSE_NOW = NOW_ISO;
-  process.env.PI_CODING_AGENT_DIR = path.join(tempDir(), "agent");
-  // The report and notices are not what these tests check: keep them out of the test output.
-  const out = vi.spyOn(process.stdout, "write").mockImplementation(() => true);
-  const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
-  try {
-    return await main(["node", "condense", ...args]);
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    for (const [k, v] of Object.entries(env)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  return (await captureCli(args, { CONDENSE_NOW: NOW_ISO, PI_CODING_AGENT_DIR: path.join(tempDir(), "agent") })).code;
 }
 
 export interface RunOutcome {

@@ -6,10 +6,10 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { progressLine } from "../src/cli/commands/run.js";
-import { main } from "../src/cli/main.js";
 // @ts-ignore -- a plain JS helper shared with bench/llm.js
+import { runCli } from "./cli-harness.js";
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
 
 const SESSIONS = path.resolve(__dirname, "../../shared/sessions");
@@ -30,28 +30,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  const saved: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries(env)) {
-    saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-  let stdout = "";
-  let stderr = "";
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => ((stdout += String(chunk)), true));
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => ((stderr += String(chunk)), true));
-  try {
-    const code = await main(["node", "condense", ...args]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 const ENV = () => ({ PI_CODING_AGENT_DIR: dir, CONDENSE_NOW: "2026-03-01T12:00:00.000Z" });
 

@@ -8,8 +8,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { transformMessages } from "@earendil-works/pi-ai/api/transform-messages";
 import { getBuiltinModel } from "@earendil-works/pi-ai/providers/all";
-import { vi } from "vitest";
-import { main } from "../src/cli/main.js";
 import type { Message } from "../src/session/types.js";
 
 export const REPO = path.resolve(__dirname, "..");
@@ -69,35 +67,7 @@ export function providerFaults(messages: Message[]): { synthetic: number; orphan
   return { synthetic, orphans };
 }
 
-/** Run the CLI in-process and capture stdout, stderr and the exit code. */
-export async function runCli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = "";
-  let stderr = "";
-  const out = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => {
-    stdout += String(chunk);
-    return true;
-  });
-  const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => {
-    stderr += String(chunk);
-    return true;
-  });
-  const saved: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries(env)) {
-    saved[k] = process.env[k];
-    process.env[k] = v;
-  }
-  try {
-    const code = await main(["node", "condense", ...args]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
+export { runCli } from "./cli-harness.js";
 
 /** The fixtures' time base: 2026-01-01T00:00:00.000Z. */
 export const BASE_MS = 1767225600000;
