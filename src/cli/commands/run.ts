@@ -15,7 +15,7 @@ import { buildSession, formatWarning, openSession, resolveSessionArgs, type Sess
 import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "../../session/writer.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { parseSessionText } from "../../session/reader.js";
-import { createSummarizer } from "../../summarize/select.js";
+import { createSummarizer, summarizerKind } from "../../summarize/select.js";
 import { nowMs } from "../../util/clock.js";
 import { CondenseError, UsageError } from "../../util/errors.js";
 import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
@@ -77,6 +77,9 @@ export function registerRun(program: Command, exit: ExitState): void {
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
     if (options.output !== undefined) await checkOutput(options.output, files);
+    if (summarizerKind({ kind: options.summarizer, model: options.model }, config) === "deterministic" && (options.thinking || options.fallbackModel)) {
+      out.warn(`${options.thinking ? "--thinking" : "--fallback-model"} has no effect with the deterministic summarizer (name a model with --model)`);
+    }
     // Ctrl-C: abort in-flight summarizer calls; a session not yet written stays untouched (exit 130).
     // A second Ctrl-C exits at once.
     const interrupt = new AbortController();
