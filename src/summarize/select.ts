@@ -7,6 +7,7 @@ import type { PruneConfig } from "../config/config.js";
 import type { Session } from "../session/session.js";
 import { deterministicSummarizer } from "./deterministic.js";
 import type { RetryPolicy } from "./llm.js";
+import { UsageError } from "../util/errors.js";
 import type { Summarizer } from "./types.js";
 
 export interface SummarizerChoice {
@@ -43,5 +44,16 @@ export function summarizerKind(choice: SummarizerChoice, config: PruneConfig): "
 export async function createSummarizer(choice: SummarizerChoice, config: PruneConfig, session: Session, deps: SummarizerDeps = {}): Promise<Summarizer> {
   if (summarizerKind(choice, config) === "deterministic") return deterministicSummarizer;
   const { createModelSummarizer } = await import("./llm-setup.js");
-  return createModelSummarizer(choice, config, session, deps);
+  try {
+    return await createModelSummarizer(choice, config, session, deps);
+  } catch (error) {
+    // When only the configuration asked for a model, say so: the user may not know it did.
+    if (error instanceof UsageError && choice.kind === undefined && !choice.model) {
+      throw new UsageError(
+        `${error.message}\n(summarizerModel=${config.summarizerModel} in the configuration — e.g. Pi's settings.json contextPrune — ` +
+          "selects model-written summaries; pass --summarizer deterministic to summarize without a model)",
+      );
+    }
+    throw error;
+  }
 }
