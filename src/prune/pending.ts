@@ -12,11 +12,11 @@ import type { PruneConfig } from "../config/config.js";
 import { selectEligibleChains } from "../chain/compress.js";
 import { projectBranch } from "../context/projection.js";
 import { unrecordedDiagnostics } from "../render/diagnostics.js";
-import { renderBranch } from "../render/render.js";
+import { renderBranch, type Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import type { Session } from "../session/session.js";
 import type { SessionEntry } from "../session/types.js";
-import { captureBatches } from "./capture.js";
+import { captureBatches, type CaptureResult } from "./capture.js";
 import { ToolCallIndexer } from "./indexer.js";
 import type { RunReport } from "./plan.js";
 import { protectionTest } from "./protect.js";
@@ -48,7 +48,7 @@ export function pendingChains(branch: SessionEntry[], indexer: ToolCallIndexer, 
 export function pendingWork(
   session: Session,
   config: PruneConfig,
-): PendingWork & { capture: ReturnType<typeof captureBatches>; rendered: ReturnType<typeof renderBranch> } {
+): PendingWork & { capture: CaptureResult; rendered: Rendered } {
   const indexer = ToolCallIndexer.fromBranch(session.branch);
   const capture = captureBatches(session.branch, indexer, protectionTest(config), config.batchingMode);
   const rendered = renderBranch(session.branch, config, indexer);
@@ -62,10 +62,10 @@ export function pendingWork(
 }
 
 /**
- * The report of a run that has nothing to do, or null when there is work (then plan as usual).
+ * The report of a run that has nothing to do, or null when there is work (then plan as usual,
+ * handing `work` to `planRun` so the capture and the render are not done twice).
  */
-export function idleRunReport(session: Session, config: PruneConfig): RunReport | null {
-  const work = pendingWork(session, config);
+export function idleRunReport(session: Session, work: PendingWork & { capture: CaptureResult; rendered: Rendered }): RunReport | null {
   if (work.batches > 0 || work.chains > 0 || work.diagnostics > 0) return null;
   const size = sizeMessages(work.rendered.after);
   return {

@@ -8,19 +8,19 @@ import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { PruneConfig } from "../config/config.js";
 import { branchMessages } from "../context/branch-messages.js";
 import { projectBranch } from "../context/projection.js";
-import { unrecordedDiagnostics } from "../render/diagnostics.js";
-import { renderBranch } from "../render/render.js";
+import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
+import { renderBranch, type Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
 import type { Session } from "../session/session.js";
 import type { SessionEntry } from "../session/types.js";
 import { chainEntries, type NewEntry } from "../session/writer.js";
 import type { Summarizer, SummarizerUsage } from "../summarize/types.js";
-import { captureBatches, type Batch } from "./capture.js";
+import { captureBatches, type Batch, type CaptureResult } from "./capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type Sidecar } from "./flush.js";
 import { ToolCallIndexer } from "./indexer.js";
 import { protectionTest } from "./protect.js";
-import { CUSTOM_TYPES, type DiagnosticData, type FlushMetricsData, type StatsData } from "./types.js";
+import { CUSTOM_TYPES, type FlushMetricsData, type StatsData } from "./types.js";
 
 export interface PlanOptions {
   config: PruneConfig;
@@ -32,6 +32,11 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
+  /**
+   * The capture and the render of the session as read, when the caller already made them (`run`'s
+   * quick check, `pendingWork`): same session, same configuration, so they are not done again.
+   */
+  prepared?: { capture: CaptureResult; rendered: Rendered };
 }
 
 /** What `run` reports (and prints as `--json`). */
@@ -80,8 +85,8 @@ export async function planRun(session: Session, options: PlanOptions): Promise<R
     indexer,
     isProtected,
   );
-  const before = renderBranch(session.branch, config);
-  const capture = captureBatches(session.branch, indexer, isProtected, config.batchingMode);
+  const before = options.prepared?.rendered ?? renderBranch(session.branch, config);
+  const capture = options.prepared?.capture ?? captureBatches(session.branch, indexer, isProtected, config.batchingMode);
   const flush = await flushBatches(capture.batches, indexer, {
     config,
     summarizer: options.summarizer,
@@ -103,7 +108,7 @@ export async function planRun(session: Session, options: PlanOptions): Promise<R
         nowMs: options.nowMs,
         targetPath: options.targetPath,
         sessionId: session.id,
-        existingDiagnostics: existingDiagnostics(session.branch),
+        existingDiagnostics: recordedDiagnosticKeys(session.branch),
         pendingKeys: failedKeys(capture.batches, flush.outcomes),
         signal: options.signal,
       })
@@ -192,15 +197,4 @@ export async function planRun(session: Session, options: PlanOptions): Promise<R
 function failedKeys(batches: Batch[], outcomes: BatchOutcome[]): Set<string> {
   const failed = new Set(outcomes.filter((o) => o.outcome === "failed").map((o) => o.turnIndex));
   return new Set(batches.filter((b) => failed.has(b.turnIndex)).flatMap((b) => b.calls.map((c) => c.key)));
-}
-
-/** `kind\0detail` of the `context-prune-diagnostic` entries already on a branch. */
-function existingDiagnostics(branch: SessionEntry[]): Set<string> {
-  const seen = new Set<string>();
-  for (const e of branch) {
-    if (e.type !== "custom" || e.customType !== CUSTOM_TYPES.diagnostic) continue;
-    const d = e.data as Partial<DiagnosticData> | undefined;
-    if (d && typeof d.kind === "string") seen.add(`${d.kind}\0${String(d.detail)}`);
-  }
-  return seen;
 }

@@ -33,13 +33,18 @@ export function recordedDiagnostics(branch: SessionEntry[]): DiagnosticData[] {
   return out;
 }
 
+/** `kind\0detail` of every diagnostic the branch records: what "already recorded" compares. */
+export function recordedDiagnosticKeys(branch: SessionEntry[]): Set<string> {
+  return new Set(recordedDiagnostics(branch).map((d) => `${d.kind}\0${d.detail}`));
+}
+
 /**
  * The diagnostics of a render that the branch does not record yet, as entry data. An entry holds
  * only `{kind, detail}`, so "recorded" means a diagnostic entry with the same kind and detail (the
  * detail is derived from the same facts as the dedup key, so it is stable across runs).
  */
 export function unrecordedDiagnostics(branch: SessionEntry[], diagnostics: RenderDiagnostic[]): DiagnosticData[] {
-  const recorded = new Set(recordedDiagnostics(branch).map((d) => `${d.kind}\0${d.detail}`));
+  const recorded = recordedDiagnosticKeys(branch);
   const out: DiagnosticData[] = [];
   for (const d of dedupDiagnostics(diagnostics)) {
     const key = `${d.kind}\0${d.detail}`;

@@ -10,7 +10,7 @@ import { Option, type Command } from "commander";
 import { loadConfig, type PruneConfig } from "../../config/config.js";
 import type { FlushProgress } from "../../prune/flush.js";
 import { planRun, type RunReport } from "../../prune/plan.js";
-import { idleRunReport } from "../../prune/pending.js";
+import { idleRunReport, pendingWork } from "../../prune/pending.js";
 import { buildSession, formatWarning, openSession, resolveSessionArgs, type Session } from "../../session/index.js";
 import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "../../session/writer.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
@@ -180,7 +180,8 @@ async function runOne(
     throw new UsageError(`--output ${options.output} already exists; use --force to overwrite it`);
   }
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
-  const idle = options.output ? null : idleRunReport(session, config);
+  const work = options.output ? undefined : pendingWork(session, config);
+  const idle = work ? idleRunReport(session, work) : null;
   if (idle) {
     const migration = { ...(migratedFrom !== undefined ? { migratedFrom } : {}), ...(backup ? { backup } : {}) };
     return { ...idle, dryRun, written: null, bytesAppended: 0, ...migration, wallMs: Date.now() - started };
@@ -206,6 +207,7 @@ async function runOne(
       concurrency,
       nowMs: nowMs(),
       targetPath: options.output ?? path,
+      prepared: work,
       signal,
       onProgress: spinner ? (p) => (spinner!.text = progressLine(summarizer.name, p)) : undefined,
     });
