@@ -12,12 +12,11 @@
 import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
 import { resultTextOf } from "../prune/capture.js";
-import { contentHash } from "../prune/content-hash.js";
 import type { Sidecar } from "../prune/flush.js";
 import { parseOccurrenceKey, type ToolCallIndexer } from "../prune/indexer.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
-import { headPreview, sidecarPath } from "../prune/spill.js";
+import { spillRecord } from "../prune/spill.js";
 import {
   CUSTOM_TYPES,
   type ChainEntryData,
@@ -240,15 +239,7 @@ function backfillRecords(fresh: ToolCallRecord[], indexer: ToolCallIndexer, opti
   const refs: SummaryToolCallRef[] = [];
   for (const record of fresh) {
     if (record.resultText.length >= config.spillThreshold) {
-      const key = occurrenceKey(record.toolCallId, record.resultTimestamp);
-      const path = sidecarPath(options.targetPath, options.sessionId, key);
-      const text = record.resultText;
-      result.sidecars.push({ path, text });
-      record.resultText = "";
-      record.spillPath = path;
-      record.spillBytes = Buffer.byteLength(text, "utf8");
-      record.resultPreview = headPreview(text, config.spillPreviewBytes);
-      record.contentHash = contentHash(record.toolName, text);
+      result.sidecars.push(spillRecord(record, { sessionPath: options.targetPath, sessionId: options.sessionId, previewBytes: config.spillPreviewBytes }));
     }
     refs.push(indexer.allocateRef(record));
   }

@@ -21,7 +21,7 @@ import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize
 import type { Batch, CapturedCall } from "./capture.js";
 import { contentHash } from "./content-hash.js";
 import type { ToolCallIndexer } from "./indexer.js";
-import { headPreview, sidecarPath } from "./spill.js";
+import { spillRecord } from "./spill.js";
 import {
   CUSTOM_TYPES,
   type DedupAliasData,
@@ -115,8 +115,6 @@ class HashState {
 
 interface Plan {
   batch: Batch;
-  spilled: CapturedCall[];
-  spillAliases: { call: CapturedCall; originalKey: string }[];
   aliases: { call: CapturedCall; originalKey: string }[];
   remaining: CapturedCall[];
   rawChars: number;
@@ -137,7 +135,11 @@ function hashOf(call: CapturedCall): string {
 }
 
 /** Phase A of a batch: eager spill (dedup first, so a duplicate never writes a second file). */
-function planSpill(batch: Batch, hashes: HashState, config: PruneConfig): Pick<Plan, "spilled" | "spillAliases"> & { rest: CapturedCall[] } {
+function planSpill(
+  batch: Batch,
+  hashes: HashState,
+  config: PruneConfig,
+): { spilled: CapturedCall[]; spillAliases: { call: CapturedCall; originalKey: string }[]; rest: CapturedCall[] } {
   const spilled: CapturedCall[] = [];
   const spillAliases: { call: CapturedCall; originalKey: string }[] = [];
   const rest: CapturedCall[] = [];
@@ -259,7 +261,7 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
     for (const group of groups) {
       const rests = group.map((batch) => planSpill(batch, hashes, config).rest);
       group.forEach((batch, i) => {
-        const plan = { batch, spilled: [], spillAliases: [], ...planRest(batch, rests[i], hashes, config) };
+        const plan: Plan = { batch, ...planRest(batch, rests[i], hashes, config) };
         if (plan.remaining.length > 0 && !plan.trivial) {
           void ask(plan);
           for (const call of plan.remaining) hashes.add(hashOf(call), call.key, batch.flushGroup, false);
@@ -284,6 +286,7 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
     processedBatches: 0,
   };
   const hashes = new HashState(indexer);
+  const spillTarget = { sessionPath: options.targetPath, sessionId: options.sessionId, previewBytes: config.spillPreviewBytes };
   let frontierOpen = true; // false after the first failed batch: the frontier stays before it
   let attemptedBatches = 0;
   let attemptedCalls = 0;
@@ -309,14 +312,8 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
         const records: ToolCallRecord[] = [];
         const refs: SummaryToolCallRef[] = [];
         for (const call of spilled) {
-          const path = sidecarPath(options.targetPath, options.sessionId, call.key);
-          result.sidecars.push({ path, text: call.resultText });
           const record = toRecord(call, batch);
-          record.resultText = "";
-          record.spillPath = path;
-          record.spillBytes = Buffer.byteLength(call.resultText, "utf8");
-          record.resultPreview = headPreview(call.resultText, config.spillPreviewBytes);
-          record.contentHash = hashOf(call);
+          result.sidecars.push(spillRecord(record, spillTarget, hashOf(call)));
           records.push(record);
           refs.push(indexer.allocateRef(call));
         }
@@ -330,7 +327,7 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
     }
     for (let i = 0; i < group.length; i++) {
       const batch = group[i];
-      const plan: Plan = { batch, spilled: [], spillAliases: [], ...planRest(batch, rests[i], hashes, config) };
+      const plan: Plan = { batch, ...planRest(batch, rests[i], hashes, config) };
       for (const { call, originalKey } of plan.aliases) {
         aliasEntries.push(custom(CUSTOM_TYPES.dedupAlias, aliasData(call, originalKey, indexer)));
         indexer.addAlias(call.key, originalKey);

@@ -5,6 +5,9 @@
  * preview instead of the text.
  */
 import { createHash } from "node:crypto";
+import { contentHash } from "./content-hash.js";
+import { occurrenceKey } from "./occurrence-key.js";
+import type { ToolCallRecord } from "./types.js";
 import { basename, dirname, join, resolve, sep } from "node:path";
 
 /** Longest sidecar name: 255 bytes less room for the temporary suffix of an atomic write. */
@@ -58,4 +61,24 @@ export function headPreview(text: string, maxBytes: number): string {
   const head = bytes.subarray(0, end).toString("utf8");
   const nl = head.lastIndexOf("\n");
   return nl > 0 ? head.slice(0, nl) : head;
+}
+
+/**
+ * Move a record's output to its sidecar: the record keeps `resultText: ""`, the sidecar path, the
+ * size in UTF-8 bytes, a head preview of `previewBytes` and the content hash of the full text.
+ * @returns the sidecar to write (before the entry that points at it)
+ */
+export function spillRecord(
+  record: ToolCallRecord,
+  target: { sessionPath: string; sessionId: string; previewBytes: number },
+  hash: string = contentHash(record.toolName, record.resultText),
+): { path: string; text: string } {
+  const text = record.resultText;
+  const path = sidecarPath(target.sessionPath, target.sessionId, occurrenceKey(record.toolCallId, record.resultTimestamp));
+  record.resultText = "";
+  record.spillPath = path;
+  record.spillBytes = Buffer.byteLength(text, "utf8");
+  record.resultPreview = headPreview(text, target.previewBytes);
+  record.contentHash = hash;
+  return { path, text };
 }
