@@ -36,7 +36,8 @@ if (process.argv[2] === "--serve") {
 }
 
 const dist = new URL("../dist/", import.meta.url);
-const { planRun } = await import(new URL("prune/plan.js", dist).href);
+const { planRun } = await import(new URL("pipeline/plan.js", dist).href);
+const { sessionView } = await import(new URL("pipeline/view.js", dist).href);
 const { loadSession } = await import(new URL("session/session.js", dist).href);
 const { createSummarizer } = await import(new URL("summarize/select.js", dist).href);
 const { defaultConfig } = await import(new URL("config/config.js", dist).href);
@@ -113,7 +114,7 @@ try {
     child.send("reset");
     const cpu0 = process.cpuUsage();
     const started = performance.now();
-    const plan = await planRun(session, { config, summarizer, concurrency, nowMs: Date.parse("2026-02-01T00:00:00Z"), targetPath: sessionPath });
+    const plan = await planRun(sessionView(session, config), { summarizer, concurrency, nowMs: Date.parse("2026-02-01T00:00:00Z"), targetPath: sessionPath });
     const wallMs = performance.now() - started;
     const cpu = process.cpuUsage(cpu0);
     lastCpuMs = (cpu.user + cpu.system) / 1000;

@@ -5,7 +5,7 @@ import { protectionTest } from "../src/prune/protect.js";
 import { budgetChart } from "../src/report/budget-chart.js";
 import { budgetLevel, loadModelRegistry, MAX_BUDGET_WINDOW, registryWindow, replayBudget, usageFraction, type BudgetOptions, type BudgetRow } from "../src/report/budget.js";
 import { lineOf } from "../src/report/session-metrics.js";
-import { openSession } from "../src/session/index.js";
+import { openSession } from "../src/session/open.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
 beforeAll(loadModelRegistry);

@@ -12,9 +12,11 @@ import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { CUSTOM_TYPES } from "../src/prune/types.js";
 import { applyChainCompressions } from "../src/render/chain-range-prune.js";
-import { pruneMessages, type RenderDiagnostic } from "../src/render/prune-messages.js";
+import { pruneMessages } from "../src/render/prune-messages.js";
+import type { RenderDiagnostic } from "../src/render/types.js";
 import { renderBranch } from "../src/render/render.js";
-import { planRun } from "../src/prune/plan.js";
+import { planRun } from "../src/pipeline/plan.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { deterministicSummarizer } from "../src/summarize/deterministic.js";
 import type { Summarizer } from "../src/summarize/types.js";
@@ -255,7 +257,7 @@ describe("a chain whose batch failed to summarize", () => {
         return deterministicSummarizer.summarizeBatch(batch);
       },
     };
-    const plan = await planRun(session, { config: defaultConfig(), summarizer: flaky, concurrency: 2, nowMs: NOW_MS, targetPath: session.path });
+    const plan = await planRun(sessionView(session, defaultConfig()), { summarizer: flaky, concurrency: 2, nowMs: NOW_MS, targetPath: session.path });
     expect(plan.report.batches.failed).toBe(1);
     expect(plan.report.chains).toEqual({ compressed: 1, rangesSummarized: 0, backfilledCalls: 2, waiting: 1 });
     expect(dataOf(plan.entries, CUSTOM_TYPES.chain)).toMatchObject([{ blockId: "b1", startUserTimestamp: T(7), bodySource: "deterministic" }]);

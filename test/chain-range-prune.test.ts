@@ -11,7 +11,7 @@ import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import type { ChainEntryData } from "../src/prune/types.js";
 import { applyChainCompressions } from "../src/render/chain-range-prune.js";
-import type { RenderDiagnostic } from "../src/render/prune-messages.js";
+import type { RenderDiagnostic } from "../src/render/types.js";
 import type { AgentMessage } from "../src/session/types.js";
 import { deterministicSummarizer } from "../src/summarize/deterministic.js";
 import type { Summarizer } from "../src/summarize/types.js";

@@ -14,7 +14,8 @@ import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
-import { planRun } from "../src/prune/plan.js";
+import { planRun } from "../src/pipeline/plan.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { renderBranch } from "../src/render/render.js";
 import { sizeMessages } from "../src/report/counts.js";
 import { loadSession } from "../src/session/session.js";
@@ -72,7 +73,7 @@ describe.skipIf(!present)("chain compression on the shared sessions", () => {
     const code = await runCli(["run", file, "--migrate", "--quiet"]);
     if (original.header === null) {
       expect(code).toBe(2);
-      const plan = await planRun(original, { config: defaultConfig(), summarizer: deterministicSummarizer, concurrency: 4, nowMs: NOW_MS, targetPath: file });
+      const plan = await planRun(sessionView(original, defaultConfig()), { summarizer: deterministicSummarizer, concurrency: 4, nowMs: NOW_MS, targetPath: file });
       branch = plan.afterBranch;
     } else {
       expect(code).toBe(0);

@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig, type PruneConfig } from "../src/config/config.js";
-import { planRun } from "../src/prune/plan.js";
+import { planRun } from "../src/pipeline/plan.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { createSummarizer } from "../src/summarize/select.js";
 import type { SummaryBatch } from "../src/summarize/types.js";
@@ -140,7 +141,7 @@ describe("whole runs through the server", () => {
     server.setPlan((r: FakeRequest) => (r.user.includes("[[1:grep]]") ? { status: 500 } : {}));
     const session = await loadSession(FIXTURE);
     const s = await summarizer("oai/gpt-local");
-    const plan = await planRun(session, { config: config(), summarizer: s, concurrency: 4, nowMs: Date.parse("2026-02-01T00:00:00Z"), targetPath: FIXTURE });
+    const plan = await planRun(sessionView(session, config()), { summarizer: s, concurrency: 4, nowMs: Date.parse("2026-02-01T00:00:00Z"), targetPath: FIXTURE });
     expect(plan.report.batches).toMatchObject({ captured: 3, summarized: 2, failed: 1 });
     expect(plan.report.failures).toHaveLength(1);
     expect(plan.report.failures[0].turnIndex).toBe(1);
@@ -172,7 +173,7 @@ describe("whole runs through the server", () => {
       retry: { baseDelayMs: 5, maxRetries: 1 },
       onNotice: (m) => notices.push(m),
     });
-    const plan = await planRun(session, { config: config(), summarizer: s, concurrency: 1, nowMs: 0, targetPath: FIXTURE });
+    const plan = await planRun(sessionView(session, config()), { summarizer: s, concurrency: 1, nowMs: 0, targetPath: FIXTURE });
     expect(plan.report.batches).toMatchObject({ summarized: 3, failed: 0 });
     expect(server.requests.map((r: FakeRequest) => `${r.api}:${r.model}`)).toEqual([
       "openai:gpt-local",

@@ -16,7 +16,8 @@ import {
   type TranscriptContext,
 } from "@earendil-works/pi-ai";
 import { defaultConfig, type PruneConfig } from "../src/config/config.js";
-import { planRun } from "../src/prune/plan.js";
+import { planRun } from "../src/pipeline/plan.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { createLlmSummarizer, type LlmSummarizerOptions } from "../src/summarize/llm.js";
 import { batchMessage, BATCH_INSTRUCTIONS, cropMiddle, elisionMarker } from "../src/summarize/prompt.js";
@@ -74,7 +75,7 @@ function summarizerFor(primary: FauxProviderHandle, extra: Partial<LlmSummarizer
 
 async function run(summarizer: Summarizer, config: PruneConfig = defaultConfig(), signal?: AbortSignal) {
   const session = await loadSession(FIXTURE);
-  return planRun(session, { config, summarizer, concurrency: 1, nowMs: NOW, targetPath: FIXTURE, signal });
+  return planRun(sessionView(session, config), { summarizer, concurrency: 1, nowMs: NOW, targetPath: FIXTURE, signal });
 }
 
 const summaries = (plan: Awaited<ReturnType<typeof run>>) =>

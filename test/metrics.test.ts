@@ -3,9 +3,10 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { projectBranch } from "../src/context/projection.js";
-import { openSession } from "../src/session/index.js";
+import { openSession } from "../src/session/open.js";
 import { computeContextMetrics, chainSpan } from "../src/report/context-metrics.js";
 import { findDiagnostics } from "../src/report/diagnostics.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { computeSessionMetrics } from "../src/report/session-metrics.js";
 import { CHARS4, loadTokenizer } from "../src/report/tokenizer.js";
 import { protectionTest } from "../src/prune/protect.js";
@@ -14,7 +15,7 @@ import { renderBranch } from "../src/render/render.js";
 import type { AgentMessage } from "../src/session/types.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
-const metricsOf = async (name: string) => computeSessionMetrics(await openSession(fixture(name), "read"), defaultConfig());
+const metricsOf = async (name: string) => computeSessionMetrics(sessionView(await openSession(fixture(name), "read"), defaultConfig()));
 
 describe("context metrics (facts §12) on small fixtures", () => {
   it("a session that is one open chain: 100% share, all thinking open, every result in the gap", async () => {
@@ -195,7 +196,7 @@ describe("structural diagnostics (SPEC.md section 9)", () => {
   });
 
   it("keeps only the first five places", async () => {
-    const m = computeSessionMetrics(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig());
+    const m = computeSessionMetrics(sessionView(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig()));
     // SOURCES.md: 18 tool calls never answered (aborted turns).
     expect(m.diagnostics.unansweredCalls.count).toBe(18);
     expect(m.diagnostics.unansweredCalls.places).toHaveLength(5);
@@ -216,8 +217,8 @@ describe("tokenizers", () => {
 
   it("--tokenizer o200k changes the token figures, not the chars or the share", async () => {
     const session = await openSession(fixture("metrics-one-open-chain.jsonl"), "read");
-    const a = computeSessionMetrics(session, defaultConfig());
-    const b = computeSessionMetrics(session, defaultConfig(), await loadTokenizer("o200k"));
+    const a = computeSessionMetrics(sessionView(session, defaultConfig()));
+    const b = computeSessionMetrics(sessionView(session, defaultConfig()), await loadTokenizer("o200k"));
     expect(b.tokenizer).toBe("o200k");
     expect(b.context.before.chars).toBe(a.context.before.chars);
     expect(b.largestChainSharePct).toBe(a.largestChainSharePct);
@@ -230,7 +231,7 @@ describe("metrics over every shared session", () => {
 
   it.each(files)("%s", async (name) => {
     const session = await openSession(path.join(SHARED_SESSIONS, name), "read");
-    const m = computeSessionMetrics(session, defaultConfig());
+    const m = computeSessionMetrics(sessionView(session, defaultConfig()));
     expect(m.largestChainSharePct).toBeGreaterThanOrEqual(0);
     expect(m.largestChainSharePct).toBeLessThanOrEqual(100);
     expect(m.context.before.messages).toBeGreaterThan(0);
@@ -249,7 +250,7 @@ describe("metrics over every shared session", () => {
   });
 
   it("gjc-02's three results whose calls sat on the broken line are orphans", async () => {
-    const m = computeSessionMetrics(await openSession(path.join(SHARED_SESSIONS, "gjc-02-inline-agent-design.v3.jsonl"), "read"), defaultConfig());
+    const m = computeSessionMetrics(sessionView(await openSession(path.join(SHARED_SESSIONS, "gjc-02-inline-agent-design.v3.jsonl"), "read"), defaultConfig()));
     expect(m.diagnostics.orphanResults.count).toBe(3);
     expect(m.diagnostics.orphanResults.places.map((p) => p.line)).toEqual([119, 120, 121]);
   });

@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { resultTextOf } from "../src/prune/capture.js";
 import { parseOccurrenceKey, ToolCallIndexer } from "../src/prune/indexer.js";
-import { planRun } from "../src/prune/plan.js";
+import { planRun } from "../src/pipeline/plan.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { lookupRef, recordBody } from "../src/query/query.js";
 import { renderBranch } from "../src/render/render.js";
 import { loadSession, type Session } from "../src/session/session.js";
@@ -78,7 +79,7 @@ describe.skipIf(!present)("shared sessions after run: render and query", () => {
         expect(original.problems.map((p) => p.kind), run.stderr).toContain("missing-header");
         expect(run.code).toBe(2);
         expect(readFileSync(file).equals(bytes)).toBe(true);
-        const plan = await planRun(original, { config, summarizer: deterministicSummarizer, concurrency: 4, nowMs: Date.parse(NOW), targetPath: file });
+        const plan = await planRun(sessionView(original, config), { summarizer: deterministicSummarizer, concurrency: 4, nowMs: Date.parse(NOW), targetPath: file });
         expectNoNewFaults(before, renderBranch(plan.afterBranch, config).after, name);
         const sidecars = new Map(plan.sidecars.map((s) => [s.path, s.text]));
         const indexer = ToolCallIndexer.fromBranch(plan.afterBranch);

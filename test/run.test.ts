@@ -10,7 +10,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { defaultConfig, loadConfig, type PruneConfig } from "../src/config/config.js";
 import { captureBatches } from "../src/prune/capture.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
-import { planRun } from "../src/prune/plan.js";
+import { planRun } from "../src/pipeline/plan.js";
+import { sessionView } from "../src/pipeline/view.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { renderBranch } from "../src/render/render.js";
 import { loadSession } from "../src/session/session.js";
@@ -284,7 +285,7 @@ describe("oversized summaries and concurrency", () => {
 
   it("a summary longer than the raw text is discarded and counted as skipped-oversized", async () => {
     const s = await loadSession(path.join(FIXTURES, "example-session.jsonl"));
-    const plan = await planRun(s, { config: config(), summarizer: slowEcho(5000), concurrency: 4, nowMs: Date.parse(NOW), targetPath: s.path });
+    const plan = await planRun(sessionView(s, config()), { summarizer: slowEcho(5000), concurrency: 4, nowMs: Date.parse(NOW), targetPath: s.path });
     expect(plan.report.batches.skippedOversized).toBe(2);
     expect(plan.report.batches.summarized).toBe(0);
     expect(plan.entries.map((e) => e.customType)).toEqual(["context-prune-frontier", "context-prune-stats", "context-prune-flush-metrics"]);
@@ -295,7 +296,7 @@ describe("oversized summaries and concurrency", () => {
   it("appends the same entries whatever the concurrency and the order answers arrive in", async () => {
     const s = await loadSession(path.join(FIXTURES, "example-session.jsonl"));
     const run = (concurrency: number) =>
-      planRun(s, { config: config({ minBatchChars: 0 }), summarizer: slowEcho(3), concurrency, nowMs: Date.parse(NOW), targetPath: s.path });
+      planRun(sessionView(s, config({ minBatchChars: 0 })), { summarizer: slowEcho(3), concurrency, nowMs: Date.parse(NOW), targetPath: s.path });
     const one = JSON.stringify((await run(1)).entries);
     expect(JSON.stringify((await run(8)).entries)).toBe(one);
     expect(JSON.stringify((await run(3)).entries)).toBe(one);

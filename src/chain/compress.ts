@@ -16,6 +16,7 @@ import type { Sidecar } from "../prune/flush.js";
 import { parseOccurrenceKey, type ToolCallIndexer } from "../prune/indexer.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
+import { recoveryGraceKeys } from "../prune/grace.js";
 import { spillRecord } from "../prune/spill.js";
 import {
   CUSTOM_TYPES,
@@ -25,7 +26,6 @@ import {
   type SummaryToolCallRef,
   type ToolCallRecord,
 } from "../prune/types.js";
-import { recoveryGraceKeys } from "../render/stub-replace.js";
 import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { NewEntry } from "../session/writer.js";
 import { keyArgument } from "../summarize/deterministic.js";

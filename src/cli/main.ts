@@ -3,32 +3,15 @@
  * into commander, and turns errors into exit codes: 0 success, 1 runtime failure, 2 usage error or
  * unusable input, 3 metrics threshold crossed.
  */
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError } from "commander";
 import { CondenseError } from "../util/errors.js";
+import type { ExitState } from "./options.js";
 import { Output } from "./output.js";
 import { registerBudget } from "./commands/budget.js";
 import { registerMetrics } from "./commands/metrics.js";
 import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
 import { registerRun } from "./commands/run.js";
-
-/** Options every command takes. */
-export interface CommonOptions {
-  json?: boolean;
-  quiet?: boolean;
-}
-
-/** Add --json and --quiet to a command. */
-export function withCommonOptions(command: Command): Command {
-  return command
-    .addOption(new Option("--json", "print one JSON document on stdout (see README for the schema)"))
-    .addOption(new Option("-q, --quiet", "no warnings or progress on stderr"));
-}
-
-/** Holder for the exit code a command decided on. */
-export interface ExitState {
-  code: number;
-}
 
 /** Build the program; commands report their exit code through `exit`. */
 export function buildProgram(exit: ExitState): Command {

@@ -3,7 +3,8 @@
  * without the command line (see batch.ts).
  */
 import type { PruneConfig } from "../config/config.js";
-import { formatWarning, openSession } from "../session/index.js";
+import { sessionView } from "../pipeline/view.js";
+import { formatWarning, openSession } from "../session/open.js";
 import { computeSessionMetrics, type SessionMetrics } from "../report/session-metrics.js";
 import { loadTokenizer, type TokenizerName } from "../report/tokenizer.js";
 
@@ -20,7 +21,7 @@ export interface MetricsTaskOptions {
 export async function metricsTask(path: string, options: MetricsTaskOptions): Promise<SessionMetrics> {
   const session = await openSession(path, "read");
   const tokenizer = await loadTokenizer(options.tokenizer);
-  const metrics = computeSessionMetrics(session, options.config, tokenizer);
+  const metrics = computeSessionMetrics(sessionView(session, options.config), tokenizer);
   metrics.warnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${path}: ${p.message}`)];
   return metrics;
 }

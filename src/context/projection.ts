@@ -136,20 +136,35 @@ export function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | und
   });
 }
 
+/** A branch projected once: what the projection, the capture and the render all read. */
+export interface BranchContext {
+  /** The compaction-aware entry list ({@link buildContextEntries}). */
+  entries: SessionEntry[];
+  /** The latest `context_edit` per target among `entries` ({@link latestEdits}). */
+  edits: Map<string, ContextEditEntry>;
+  /** The projected messages, each with its source entry ({@link projectBranch}). */
+  items: ContextItem[];
+}
+
 /**
- * Project a branch (root → leaf) into context items, as Pi's `buildSessionProjection` does:
- * compaction-aware entry selection, the latest `context_edit` per target applied, and only the
- * newest compaction contributing its summary.
+ * Project a branch (root → leaf) as Pi's `buildSessionProjection` does — compaction-aware entry
+ * selection, the latest `context_edit` per target applied, only the newest compaction contributing
+ * its summary — keeping the entry list and the edits the projection was made from.
  */
-export function projectBranch(branch: SessionEntry[]): ContextItem[] {
-  const contextEntries = buildContextEntries(branch);
-  const edits = latestEdits(contextEntries);
+export function projectContext(branch: SessionEntry[]): BranchContext {
+  const entries = buildContextEntries(branch);
+  const edits = latestEdits(entries);
   const items: ContextItem[] = [];
-  contextEntries.forEach((entry, index) => {
+  entries.forEach((entry, index) => {
     if (entry.type === "compaction" && index > 0) return;
     for (const message of applyEdit(entryToMessages(entry), edits.get(entry.id))) items.push({ message, entry });
   });
-  return items;
+  return { entries, edits, items };
+}
+
+/** The context items of a branch ({@link projectContext}). */
+export function projectBranch(branch: SessionEntry[]): ContextItem[] {
+  return projectContext(branch).items;
 }
 
 /** Pi's `bashExecutionToText`: the user-message text for a `!command` run. */

@@ -9,7 +9,7 @@
  * branch; a batch's `timestamp` is the assistant entry's persistence time (epoch ms).
  */
 import type { BatchingMode } from "../config/config.js";
-import { applyEdit, buildContextEntries, entryToMessages, latestEdits, textOf } from "../context/projection.js";
+import { applyEdit, buildContextEntries, entryToMessages, latestEdits, textOf, type BranchContext } from "../context/projection.js";
 import type { AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { ToolCallIndexer } from "./indexer.js";
 import { occurrenceKey } from "./occurrence-key.js";
@@ -68,18 +68,20 @@ function isTextOnlyAssistant(m: AssistantMessage): boolean {
  *
  * Only assistant messages that are in the model's context (after the latest compaction's kept
  * boundary) yield batches: summarizing what Pi no longer sends would only add context.
+ * @param context the branch's projection when the caller has it (else it is computed here)
  */
 export function captureBatches(
   branch: SessionEntry[],
   indexer: ToolCallIndexer,
   isProtected: ProtectionTest,
   mode: BatchingMode,
+  context?: Pick<BranchContext, "entries" | "edits">,
 ): CaptureResult {
-  const contextEntries = buildContextEntries(branch);
+  const contextEntries = context?.entries ?? buildContextEntries(branch);
   const inContext = new Set(contextEntries);
   // A user's context_edit decides what the model sees: capture the edited message (and nothing of
   // an omitted one), never the original text behind a redaction.
-  const edits = latestEdits(contextEntries);
+  const edits = context?.edits ?? latestEdits(contextEntries);
   const messages: { entry: SessionEntry; role: string; message: unknown; omitted: boolean }[] = [];
   for (const entry of branch) {
     if (entry.type !== "message") continue;

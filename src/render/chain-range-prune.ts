@@ -12,7 +12,7 @@ import { textOf } from "../context/projection.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import { CUSTOM_TYPES, type ChainEntryData, type SummaryToolCallRef } from "../prune/types.js";
 import type { AgentMessage, AssistantMessage, CustomMessage, UserMessage } from "../session/types.js";
-import type { PruneContext, RenderDiagnostic } from "./prune-messages.js";
+import type { PruneContext, RenderDiagnostic } from "./types.js";
 
 /** The synthetic block's text: `<compressed-chain id tools>`, body, relocated protected outputs, closing tag. */
 export function compressedChainText(entry: Pick<ChainEntryData, "blockId" | "toolRefs">, body: string, protectedOutputs: { tool: string; text: string }[]): string {

@@ -7,7 +7,7 @@
  */
 import { CUSTOM_TYPES, type DiagnosticData } from "../prune/types.js";
 import type { SessionEntry } from "../session/types.js";
-import type { RenderDiagnostic } from "./prune-messages.js";
+import type { RenderDiagnostic } from "./types.js";
 
 /** The first diagnostic per (kind, dedupKey), in the order found. */
 export function dedupDiagnostics(diagnostics: RenderDiagnostic[]): RenderDiagnostic[] {

@@ -12,7 +12,7 @@
  */
 import { createHash } from "node:crypto";
 import type { AgentMessage } from "../session/types.js";
-import type { RenderDiagnostic } from "./prune-messages.js";
+import type { RenderDiagnostic } from "./types.js";
 
 export interface SweepResult {
   /** The input array itself when nothing was removed. */

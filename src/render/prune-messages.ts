@@ -3,43 +3,13 @@
  * phases — stub-replace, error purge, chain-range prune, orphan sweep. A render that changes
  * nothing returns the very same array.
  */
-import type { PruneConfig } from "../config/config.js";
-import type { ToolCallIndexer } from "../prune/indexer.js";
-import type { ProtectionTest } from "../prune/protect.js";
-import type { DiagnosticData } from "../prune/types.js";
 import type { AgentMessage } from "../session/types.js";
 import { applyChainCompressions } from "./chain-range-prune.js";
 import { dedupDiagnostics } from "./diagnostics.js";
 import { purgeErroredArgs } from "./error-purge.js";
 import { orphanSweepDiagnostic, sweepOrphanToolResults } from "./orphan-sweep.js";
 import { stubReplace } from "./stub-replace.js";
-
-export interface PruneContext {
-  indexer: ToolCallIndexer;
-  config: PruneConfig;
-  isProtected: ProtectionTest;
-}
-
-export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";
-
-export interface PhaseResult {
-  phase: PhaseName;
-  messages: AgentMessage[];
-}
-
-/** A diagnostic found while rendering, with the key it is deduplicated by (seeds/PRUNING.md "Diagnostics"). */
-export interface RenderDiagnostic extends DiagnosticData {
-  dedupKey: string;
-}
-
-export interface PruneResult {
-  /** The final messages: the input array itself when nothing changed. */
-  messages: AgentMessage[];
-  /** Each phase's output, in order. */
-  phases: PhaseResult[];
-  /** Deduplicated per (kind, dedupKey), in the order found. */
-  diagnostics: RenderDiagnostic[];
-}
+import type { PhaseResult, PruneContext, PruneResult, RenderDiagnostic } from "./types.js";
 
 /**
  * Run the phases in order: stub-replace → error purge → chain-range prune → orphan sweep. Each

@@ -3,11 +3,12 @@
  * to what pi-ai receives.
  */
 import type { PruneConfig } from "../config/config.js";
-import { convertToLlm, projectBranch } from "../context/projection.js";
+import { convertToLlm, projectBranch, type ContextItem } from "../context/projection.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest } from "../prune/protect.js";
 import type { AgentMessage, Message, SessionEntry } from "../session/types.js";
-import { pruneMessages, type RenderDiagnostic } from "./prune-messages.js";
+import { pruneMessages } from "./prune-messages.js";
+import type { PruneContext, RenderDiagnostic } from "./types.js";
 
 export interface Rendered {
   /** The context without pruning. */
@@ -26,9 +27,21 @@ export interface Rendered {
  * @param indexer the index rebuilt from that branch (built when omitted)
  */
 export function renderBranch(branch: SessionEntry[], config: PruneConfig, indexer?: ToolCallIndexer): Rendered {
-  const projected = projectBranch(branch).map((i) => i.message);
-  const index = indexer ?? ToolCallIndexer.fromBranch(branch);
-  const { messages, phases, diagnostics } = pruneMessages(projected, { indexer: index, config, isProtected: protectionTest(config) });
+  return renderItems(projectBranch(branch), {
+    indexer: indexer ?? ToolCallIndexer.fromBranch(branch),
+    config,
+    isProtected: protectionTest(config),
+  });
+}
+
+/**
+ * Render projected context items: `pruneMessages`, then the conversion to what pi-ai receives.
+ * @param items Pi's projection of the branch (`projectContext(branch).items`)
+ * @param ctx the index of that branch, the configuration and its protection test
+ */
+export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
+  const projected = items.map((i) => i.message);
+  const { messages, phases, diagnostics } = pruneMessages(projected, ctx);
   return {
     before: convertToLlm(projected),
     after: convertToLlm(messages),

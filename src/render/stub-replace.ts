@@ -7,10 +7,9 @@
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
+import { recoveryGraceKeys } from "../prune/grace.js";
 import type { ToolCallRecord } from "../prune/types.js";
 import type { AgentMessage, ToolResultMessage } from "../session/types.js";
-
-export const QUERY_TOOL = "context_tree_query";
 
 /** ``[Summarized in pruner summary, ref `tN`. Use context_tree_query to retrieve full output.]`` */
 export function summarizedStub(ref: string): string {
@@ -24,24 +23,6 @@ export function spilledStub(record: ToolCallRecord, ref: string): string {
     `${record.resultPreview ?? ""}\n` +
     `Full output: ${record.spillPath}. Use context_tree_query(${ref}) to retrieve.]`
   );
-}
-
-/**
- * Occurrence keys of `context_tree_query` results still inside the recovery grace window: fewer
- * than `graceTurns` + 1 user messages have arrived since (counting only role `user`).
- */
-export function recoveryGraceKeys(messages: AgentMessage[], graceTurns: number): Set<string> {
-  const keys = new Set<string>();
-  if (graceTurns <= 0) return keys;
-  const total = messages.reduce((n, m) => n + (m.role === "user" ? 1 : 0), 0);
-  let seen = 0;
-  for (const m of messages) {
-    if (m.role === "user") seen++;
-    else if (m.role === "toolResult" && m.toolName === QUERY_TOOL && total - seen <= graceTurns) {
-      keys.add(occurrenceKey(m.toolCallId, typeof m.timestamp === "number" ? m.timestamp : undefined));
-    }
-  }
-  return keys;
 }
 
 /** The key under which a tool result is indexed, or undefined (strict; bare id only for pure-legacy ids). */

@@ -9,7 +9,7 @@
  * anything Pi turns into one) is a barrier.
  */
 import { toLlmMessage, type ContextItem } from "../context/projection.js";
-import type { RenderDiagnostic } from "../render/prune-messages.js";
+import type { RenderDiagnostic } from "../render/types.js";
 import { CUSTOM_TYPES } from "../prune/types.js";
 import type { SessionEntry } from "../session/types.js";
 

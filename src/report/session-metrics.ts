@@ -5,14 +5,12 @@
  * the pruner index, and the structural diagnostics. The JSON shape is documented in
  * docs/json-schemas.md; field names are stable.
  */
-import type { PruneConfig } from "../config/config.js";
-import { branchMessages } from "../context/branch-messages.js";
-import { projectBranch } from "../context/projection.js";
-import { ToolCallIndexer } from "../prune/indexer.js";
-import { protectionTest } from "../prune/protect.js";
-import { renderBranch } from "../render/render.js";
+import type { ContextItem } from "../context/projection.js";
+import type { ToolCallIndexer } from "../prune/indexer.js";
+import type { ProtectionTest } from "../prune/protect.js";
+import type { Rendered } from "../render/render.js";
 import type { Session } from "../session/session.js";
-import type { AssistantMessage, SessionEntry } from "../session/types.js";
+import type { AgentMessage, AssistantMessage, SessionEntry } from "../session/types.js";
 import { computeContextMetrics } from "./context-metrics.js";
 import { findDiagnostics, faultCount, type Diagnostics } from "./diagnostics.js";
 import { jsonLengthMemo, jsonListLength, type JsonLength } from "./json-size.js";
@@ -115,14 +113,27 @@ function sizeOf(messages: object[], tokenizer: Tokenizer, lengthOf: JsonLength):
 }
 
 /**
+ * One session as the metrics read it (`pipeline/view.ts` `SessionView` is one): the session, its
+ * branch, the configuration's protection test, the index rebuilt from the branch, Pi's projection,
+ * the branch's messages (not compaction-aware) and the render of the branch as read.
+ */
+export interface MetricsInput {
+  session: Session;
+  branch: SessionEntry[];
+  isProtected: ProtectionTest;
+  indexer: ToolCallIndexer;
+  items: ContextItem[];
+  branchMessages: AgentMessage[];
+  rendered: Rendered;
+}
+
+/**
  * Compute the metrics of one loaded session.
- * @param config pruning configuration (protection, render phases)
+ * @param view the session, its index, projection and render (under the pruning configuration)
  * @param tokenizer token estimate for every "tokens" figure (default chars/4)
  */
-export function computeSessionMetrics(session: Session, config: PruneConfig, tokenizer: Tokenizer = CHARS4): SessionMetrics {
-  const branch = session.branch;
-  const isProtected = protectionTest(config);
-  const indexer = ToolCallIndexer.fromBranch(branch);
+export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer = CHARS4): SessionMetrics {
+  const { session, branch, indexer } = view;
   const where = (e: SessionEntry) => lineOf(session, e);
   // Messages shared by the branch, the context before and the context after are serialized once.
   const lengthOf = jsonLengthMemo();
@@ -145,18 +156,11 @@ export function computeSessionMetrics(session: Session, config: PruneConfig, tok
     if (role === "toolResult") toolResults++;
   }
 
-  const health = computeContextMetrics(
-    branchMessages(branch).map((m) => m.message),
-    indexer.frontier,
-    indexer,
-    isProtected,
-    tokenizer,
-    lengthOf,
-  );
-  const rendered = renderBranch(branch, config, indexer);
+  const health = computeContextMetrics(view.branchMessages, indexer.frontier, indexer, view.isProtected, tokenizer, lengthOf);
+  const rendered = view.rendered;
   const before = sizeOf(rendered.before, tokenizer, lengthOf);
   const after = sizeOf(rendered.after, tokenizer, lengthOf);
-  const diagnostics = findDiagnostics(projectBranch(branch), rendered.diagnostics, branch, where);
+  const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where);
 
   let spills = 0;
   for (const r of indexer.records.values()) if (r.spillPath) spills++;

@@ -73,3 +73,11 @@ export function migrateEntries(
   }
   return { entries: out, fromVersion };
 }
+
+/**
+ * A session rewritten as v3 the way Pi rewrites a v1/v2 file on open: the header with `version: 3`,
+ * then one JSON line per (migrated) entry.
+ */
+export function serializeMigrated(header: SessionHeader | null, entries: SessionEntry[]): string {
+  return [{ ...header, version: CURRENT_SESSION_VERSION }, ...entries].map((e) => `${JSON.stringify(e)}\n`).join("");
+}

@@ -16,8 +16,7 @@ import { createLlmSummarizer } from "./llm.js";
 import { ModelCatalog, formatModelRef, parseModelRef, sessionModelRef, type ModelRef } from "./model-resolve.js";
 import { modelHeaders, readModelsFile } from "./models-config.js";
 import { buildModels, type RuntimeModel } from "./runtime.js";
-import type { SummarizerChoice, SummarizerDeps } from "./select.js";
-import type { Summarizer } from "./types.js";
+import type { Summarizer, SummarizerChoice, SummarizerDeps } from "./types.js";
 
 /** Files and catalog shared by every session of one run. */
 export interface ModelSetup {

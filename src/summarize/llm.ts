@@ -20,15 +20,7 @@ import { isRetryableAssistantError, retryDelayMs, type Api, type AssistantMessag
 import { performance } from "node:perf_hooks";
 import type { ThinkingSetting } from "../config/config.js";
 import { BATCH_INSTRUCTIONS, batchMessage, FUSION_INSTRUCTIONS, fusionMessage } from "./prompt.js";
-import type { Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
-
-export interface RetryPolicy {
-  /** Retries after the first request (0 = none). */
-  maxRetries: number;
-  /** Delay before retry k is `baseDelayMs * 2^(k-1)`, capped by `maxDelayMs`. */
-  baseDelayMs: number;
-  maxDelayMs: number;
-}
+import type { RetryPolicy, Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 };
 /** How long the run stays on the fallback before one call probes the configured model again. */

@@ -6,27 +6,8 @@
 import type { PruneConfig } from "../config/config.js";
 import type { Session } from "../session/session.js";
 import { deterministicSummarizer } from "./deterministic.js";
-import type { RetryPolicy } from "./llm.js";
 import { UsageError } from "../util/errors.js";
-import type { Summarizer } from "./types.js";
-
-export interface SummarizerChoice {
-  /** `--summarizer`. */
-  kind?: "deterministic" | "llm";
-  /** `--model provider/id`. */
-  model?: string;
-  /** `--fallback-model provider/id`: where transient failures of the summarizer model go. */
-  fallbackModel?: string;
-}
-
-/** Environment and hooks, for tests and the CLI. */
-export interface SummarizerDeps {
-  env?: NodeJS.ProcessEnv;
-  /** Fallback notices and other one-line messages. */
-  onNotice?: (message: string) => void;
-  retry?: Partial<RetryPolicy>;
-  fallbackCooldownMs?: number;
-}
+import type { Summarizer, SummarizerChoice, SummarizerDeps } from "./types.js";
 
 /** What the choice resolves to, before any model is looked up. */
 export function summarizerKind(choice: SummarizerChoice, config: PruneConfig): "deterministic" | "llm" {

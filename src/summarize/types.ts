@@ -43,3 +43,30 @@ export interface Summarizer {
   /** Fuse several per-batch summaries of one closed chain into one (SPEC.md section 6 step 8). */
   fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult>;
 }
+
+/** Retries of one model call (llm.ts). */
+export interface RetryPolicy {
+  /** Retries after the first request (0 = none). */
+  maxRetries: number;
+  /** Delay before retry k is `baseDelayMs * 2^(k-1)`, capped by `maxDelayMs`. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface SummarizerChoice {
+  /** `--summarizer`. */
+  kind?: "deterministic" | "llm";
+  /** `--model provider/id`. */
+  model?: string;
+  /** `--fallback-model provider/id`: where transient failures of the summarizer model go. */
+  fallbackModel?: string;
+}
+
+/** Environment and hooks, for tests and the CLI. */
+export interface SummarizerDeps {
+  env?: NodeJS.ProcessEnv;
+  /** Fallback notices and other one-line messages. */
+  onNotice?: (message: string) => void;
+  retry?: Partial<RetryPolicy>;
+  fallbackCooldownMs?: number;
+}

@@ -5,26 +5,24 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
-import { protectionTest } from "../../prune/protect.js";
+import { sessionView } from "../../pipeline/view.js";
 import { budgetChart } from "../../report/budget-chart.js";
 import { loadModelRegistry, MAX_BUDGET_WINDOW, replayBudget, type BudgetReport, type BudgetRow } from "../../report/budget.js";
 import { lineOf } from "../../report/session-metrics.js";
-import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
+import { resolveSessionArgs } from "../../session/locate.js";
+import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { collect, configSources, type ConfigFlags } from "../config-flags.js";
-import { type ExitState, withCommonOptions } from "../main.js";
 import { Output } from "../output.js";
+import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 /** Version of the `--json` document. */
 export const BUDGET_SCHEMA = "condense.budget/1";
 
-interface BudgetOptions extends ConfigFlags {
+interface BudgetOptions extends CommonOptions, ConfigFlags {
   threshold?: string;
   delta?: string;
   contextWindow?: string;
   chart?: boolean;
-  json?: boolean;
-  quiet?: boolean;
 }
 
 /** `null`/`off` disable; anything else must be a JSON number (validated by the configuration). */
@@ -43,9 +41,8 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     .option("--threshold <fraction>", "autoBudgetThreshold: (0, 1], or off (default: the configuration's, 0.735)")
     .option("--delta <fraction>", "budgetTurnDelta: (0, 1], or off (default: the configuration's, 0.04)")
     .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
-    .addOption(new Option("--no-chart", "leave out the chart"))
-    .option("--config <file>", "JSON file with configuration keys (or a settings.json with contextPrune)")
-    .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
+    .addOption(new Option("--no-chart", "leave out the chart"));
+  withConfigOptions(cmd)
     .addHelpText(
       "after",
       `\nBudget fires when tokens ≥ min(${MAX_BUDGET_WINDOW}, threshold × window); delta fires when tokens / min(window, ${MAX_BUDGET_WINDOW})\n` +
@@ -70,11 +67,12 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     await loadModelRegistry();
-    const report = replayBudget(session.branch, {
+    const view = sessionView(session, config);
+    const report = replayBudget(view.branch, {
       threshold: config.autoBudgetThreshold,
       delta: config.budgetTurnDelta,
       contextWindow,
-      isProtected: protectionTest(config),
+      isProtected: view.isProtected,
       lineOf: (e) => lineOf(session, e),
     });
     for (const model of report.summary.unknownModels) {

@@ -13,18 +13,17 @@ import { checkGates, describeCrossing, type GateCrossing, type GateLimits } from
 import { DIAGNOSTIC_KINDS, FAULT_KINDS, type DiagnosticName } from "../../report/diagnostics.js";
 import type { SessionMetrics } from "../../report/session-metrics.js";
 import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
-import { resolveSessionArgs } from "../../session/index.js";
+import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
 import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
-import { collect, configSources, type ConfigFlags } from "../config-flags.js";
-import { type ExitState, withCommonOptions } from "../main.js";
 import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
 import { displayNames, Output } from "../output.js";
+import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 /** Version of the `--json` document; bumped only on an incompatible change. */
 export const METRICS_SCHEMA = "condense.metrics/1";
 
-interface MetricsOptions extends ConfigFlags {
+interface MetricsOptions extends CommonOptions, ConfigFlags {
   jobs?: string;
   tokenizer?: string;
   maxFrontierGap?: string;
@@ -32,8 +31,6 @@ interface MetricsOptions extends ConfigFlags {
   maxOpenThinking?: string;
   maxContext?: string;
   failOnDiagnostics?: boolean;
-  json?: boolean;
-  quiet?: boolean;
 }
 
 /** Totals over the sessions that were processed. */
@@ -71,9 +68,8 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     .option("--max-chain-share <percent>", "fail when the largest chain or open segment exceeds this share of the branch")
     .option("--max-open-thinking <tokens>", "fail when thinking after the last text-only reply exceeds this")
     .option("--max-context <tokens>", "fail when the rendered context after pruning exceeds this")
-    .option("--fail-on-diagnostics", "fail on any structural diagnostic (orphan, unanswered call, duplicate or reused id, split, unresolved range)")
-    .option("--config <file>", "JSON file with configuration keys (or a settings.json with contextPrune)")
-    .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
+    .option("--fail-on-diagnostics", "fail on any structural diagnostic (orphan, unanswered call, duplicate or reused id, split, unresolved range)");
+  withConfigOptions(cmd)
     .addHelpText(
       "after",
       "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +

@@ -9,16 +9,15 @@ import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
 import { formatQueryBlock, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
-import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
+import { resolveSessionArgs } from "../../session/locate.js";
+import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { type ExitState, withCommonOptions } from "../main.js";
 import { Output } from "../output.js";
+import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
 
-interface QueryOptions {
+interface QueryOptions extends CommonOptions {
   session?: string;
   full?: boolean;
-  json?: boolean;
-  quiet?: boolean;
 }
 
 export function registerQuery(program: Command, exit: ExitState): void {

@@ -4,26 +4,23 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
-import { planRun } from "../../prune/plan.js";
+import { renderSession } from "../../pipeline/render.js";
+import { sessionView } from "../../pipeline/view.js";
 import { sizeMessages } from "../../report/counts.js";
-import { renderBranch, type Rendered } from "../../render/render.js";
+import type { Rendered } from "../../render/render.js";
 import { formatTranscript } from "../../render/transcript.js";
-import { formatWarning, openSession, resolveSessionArgs } from "../../session/index.js";
-import { createSummarizer } from "../../summarize/select.js";
-import { nowMs } from "../../util/clock.js";
+import { resolveSessionArgs } from "../../session/locate.js";
+import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { collect, configSources, type ConfigFlags } from "../config-flags.js";
-import { type ExitState, withCommonOptions } from "../main.js";
 import { Output } from "../output.js";
+import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
-interface RenderOptions extends ConfigFlags {
+interface RenderOptions extends CommonOptions, ConfigFlags {
   format: "text" | "json";
   dryRun?: boolean;
   stats?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
-  json?: boolean;
-  quiet?: boolean;
 }
 
 export function registerRender(program: Command, _exit: ExitState): void {
@@ -35,9 +32,8 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print sizes (chars and chars/4 tokens) after projection and after each phase instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
-    .option("--model <provider/id>", "with --dry-run: summarizer model")
-    .option("--config <file>", "JSON file with configuration keys")
-    .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
+    .option("--model <provider/id>", "with --dry-run: summarizer model");
+  withConfigOptions(cmd)
     .option("--no-chain", "with --dry-run: skip chain compression")
     .addHelpText(
       "after",
@@ -51,13 +47,8 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    let branch = session.branch;
-    if (options.dryRun) {
-      const summarizer = await createSummarizer({ kind: options.summarizer, model: options.model }, config, session);
-      const plan = await planRun(session, { config, summarizer, concurrency: 4, nowMs: nowMs(), targetPath: session.path });
-      branch = plan.afterBranch;
-    }
-    const rendered = renderBranch(branch, config);
+    const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model } : null;
+    const rendered = await renderSession(sessionView(session, config), dryRun);
     const stats = renderStats(rendered);
     if (options.json) {
       out.printJson({ session: session.path, dryRun: !!options.dryRun, messages: rendered.after, stats, diagnostics: rendered.diagnostics });

@@ -3,48 +3,28 @@
  * memory, then write sidecars atomically, then append the entries in one locked write — or, with
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
-import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { setMaxListeners } from "node:events";
-import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
-import { loadConfig, type PruneConfig } from "../../config/config.js";
+import { loadConfig } from "../../config/config.js";
+import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions } from "../../pipeline/run.js";
 import type { FlushProgress } from "../../prune/flush.js";
-import { planRun, type RunReport } from "../../prune/plan.js";
-import { idleRunReport, pendingWork } from "../../prune/pending.js";
-import { buildSession, formatWarning, openSession, resolveSessionArgs, type Session } from "../../session/index.js";
-import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "../../session/writer.js";
-import { writeFileAtomic } from "../../session/sidecars.js";
-import { parseSessionText } from "../../session/reader.js";
-import { createSummarizer, summarizerKind } from "../../summarize/select.js";
-import { nowMs } from "../../util/clock.js";
-import { CondenseError, UsageError } from "../../util/errors.js";
+import { checkOutputPath } from "../../session/commit.js";
+import { resolveSessionArgs } from "../../session/locate.js";
+import { summarizerKind } from "../../summarize/select.js";
 import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
-import { type ExitState, withCommonOptions } from "../main.js";
+import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { displayNames, Output } from "../output.js";
-import { collect, configSources, type ConfigFlags } from "../config-flags.js";
 
-interface RunOptions extends ConfigFlags {
+interface RunOptions extends CommonOptions, ConfigFlags {
   dryRun?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
   fallbackModel?: string;
   concurrency?: string;
   jobs?: string;
-  chain?: boolean;
   force?: boolean;
   migrate?: boolean;
   output?: string;
-  json?: boolean;
-  quiet?: boolean;
-}
-
-export interface RunFileResult extends RunReport {
-  dryRun: boolean;
-  written: string | null;
-  bytesAppended: number;
-  migratedFrom?: number;
-  backup?: string;
-  wallMs: number;
 }
 
 export function registerRun(program: Command, exit: ExitState): void {
@@ -58,9 +38,8 @@ export function registerRun(program: Command, exit: ExitState): void {
     .option("--fallback-model <provider/id>", "model for batches the summarizer model fails on transiently (default: the session's model)")
     .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
     .option("--concurrency <n>", "parallel summarizer calls", "4")
-    .option("--jobs <n>", "sessions processed at once (default: number of cores)")
-    .option("--config <file>", "JSON file with configuration keys (or a settings.json with contextPrune)")
-    .option("--set <key=value>", "set any configuration key (repeatable)", collect, [])
+    .option("--jobs <n>", "sessions processed at once (default: number of cores)");
+  withConfigOptions(cmd)
     .option("--no-chain", "skip chain compression")
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
     .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
@@ -76,7 +55,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     const concurrency = positiveInt("--concurrency", options.concurrency, 4);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
-    if (options.output !== undefined) await checkOutput(options.output, files);
+    if (options.output !== undefined) await checkOutputPath(options.output, files);
     if (summarizerKind({ kind: options.summarizer, model: options.model }, config) === "deterministic" && (options.thinking || options.fallbackModel)) {
       out.warn(`${options.thinking ? "--thinking" : "--fallback-model"} has no effect with the deterministic summarizer (name a model with --model)`);
     }
@@ -89,11 +68,19 @@ export function registerRun(program: Command, exit: ExitState): void {
       interrupt.abort();
     };
     process.on("SIGINT", onSigint);
+    const runOptions: RunSessionOptions = {
+      config,
+      summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
+      concurrency,
+      dryRun: !!options.dryRun,
+      migrate: !!options.migrate,
+      force: !!options.force,
+      output: options.output,
+      signal: interrupt.signal,
+    };
     let outcomes;
     try {
-      outcomes = await forEachSession(files, jobs, out, "condensing", (path) =>
-        runOne(path, options, config, concurrency, out, interrupt.signal, files.length === 1),
-      );
+      outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)));
     } finally {
       process.off("SIGINT", onSigint);
     }
@@ -117,180 +104,32 @@ export function registerRun(program: Command, exit: ExitState): void {
   });
 }
 
-async function runOne(
-  path: string,
-  options: RunOptions,
-  config: PruneConfig,
-  concurrency: number,
-  out: Output,
-  signal: AbortSignal,
-  showProgress: boolean,
-): Promise<RunFileResult> {
-  const started = Date.now();
-  const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
-  if (signal.aborted) throw interrupted();
-  // Write through a symlink to the session it names (as Pi does), with the blobs folder beside it.
-  path = await realpath(path).catch(() => path);
-  let session = await openSession(path, "write");
-  if (!options.force && !options.dryRun) {
-    const waiting = unansweredAtLeaf(session);
-    if (waiting > 0 && Date.now() - session.mtimeMs < LIVE_WINDOW_MS) {
-      throw new CondenseError(
-        `${path}: the last message has ${waiting} tool call(s) still without a result and the file changed ` +
-          `${Math.round((Date.now() - session.mtimeMs) / 1000)} s ago — Pi may be running those tools now; ` +
-          "nothing was written. Run again once Pi is done, or pass --force",
-        1,
-      );
-    }
-  }
-  for (const w of session.warnings) out.warn(formatWarning(w));
-  const dryRun = !!options.dryRun;
-  let migratedFrom: number | undefined;
-  let backup: string | undefined;
-  let baseBytes: Buffer | null = null;
-  if (session.fileVersion < 3) {
-    if (!options.migrate) {
-      throw new UsageError(
-        `${path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
-          "Run with --migrate to back it up and rewrite it as v3 first (nothing was written)",
-      );
-    }
-    migratedFrom = session.fileVersion;
-    const migrated = serializeMigrated(session);
-    if (dryRun || options.output) {
-      baseBytes = Buffer.from(migrated, "utf8");
-      session = reparse(path, migrated, session);
-    } else {
-      const target = `${path}.v${session.fileVersion}.bak`;
-      if (existsSync(target) && !options.force) throw new UsageError(`${path}: backup ${target} already exists; use --force to overwrite it`);
-      const read = session;
-      // Under the lock, and only if the file is still the one read: a concurrent writer (or a
-      // second condense) must never turn the backup into anything but the original bytes.
-      await withSessionLock(path, async () => {
-        await assertUnchanged(read);
-        const mode = (await stat(path)).mode & 0o7777;
-        await copyFile(path, target);
-        await writeFileAtomic(path, migrated, mode);
-      });
-      backup = target;
-      session = await openSession(path, "write");
-    }
-  }
-  if (options.output && existsSync(options.output) && !options.force) {
-    throw new UsageError(`--output ${options.output} already exists; use --force to overwrite it`);
-  }
-  // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
-  const work = options.output ? undefined : pendingWork(session, config);
-  const idle = work ? idleRunReport(session, work) : null;
-  if (idle) {
-    const migration = { ...(migratedFrom !== undefined ? { migratedFrom } : {}), ...(backup ? { backup } : {}) };
-    return { ...idle, dryRun, written: null, bytesAppended: 0, ...migration, wallMs: Date.now() - started };
-  }
+/** Warnings, summarizer notices and (for a single session on a TTY) a progress spinner. */
+function runHooks(out: Output, showProgress: boolean): RunHooks {
   let spinner: ReturnType<Output["spinner"]> = null;
-  const notice = (message: string) => {
-    spinner?.clear();
-    out.warn(`${path}: ${message}`);
-    spinner?.render();
-  };
-  const summarizer = await createSummarizer(
-    { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
-    config,
-    session,
-    { onNotice: notice },
-  );
-  if (showProgress && !summarizer.local) spinner = out.spinner(`summarizing with ${summarizer.name}`);
-  let plan;
-  try {
-    plan = await planRun(session, {
-      config,
-      summarizer,
-      concurrency,
-      nowMs: nowMs(),
-      targetPath: options.output ?? path,
-      prepared: work,
-      signal,
-      onProgress: spinner ? (p) => (spinner!.text = progressLine(summarizer.name, p)) : undefined,
-    });
-  } catch (error) {
-    if (signal.aborted) throw interrupted();
-    throw error;
-  } finally {
-    spinner?.stop();
-  }
-  if (signal.aborted) throw interrupted();
-  let written: string | null = null;
-  let bytesAppended = 0;
-  if (!dryRun && plan.entries.length > 0 || (!dryRun && options.output)) {
-    try {
-      for (const sidecar of plan.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
-      if (options.output) {
-        if (!baseBytes) await assertUnchanged(session);
-        const original = baseBytes ?? (await readFile(path));
-        if (!baseBytes && original.length !== session.size) {
-          throw new CondenseError(`${path} changed while it was copied to --output; nothing was written — run again`, 1);
-        }
-        const appended = Buffer.from(serializeAppend(session, plan.entries), "utf8");
-        await writeFileAtomic(options.output, Buffer.concat([original, plan.entries.length > 0 ? appended : Buffer.alloc(0)]));
-        bytesAppended = plan.entries.length > 0 ? appended.length : 0;
-        written = options.output;
-      } else {
-        bytesAppended = await appendEntries(session, plan.entries);
-        written = path;
-      }
-    } catch (error) {
-      if (error instanceof CondenseError) throw error;
-      throw new CondenseError(`${path}: ${(error as Error).message}`, 1);
-    }
-  }
   return {
-    ...plan.report,
-    dryRun,
-    written,
-    bytesAppended,
-    ...(migratedFrom !== undefined ? { migratedFrom } : {}),
-    ...(backup ? { backup } : {}),
-    wallMs: Date.now() - started,
+    warn: (message) => out.warn(message),
+    notice: (message) => {
+      spinner?.clear();
+      out.warn(message);
+      spinner?.render();
+    },
+    progress: (name, local) => {
+      if (!showProgress || local) return null;
+      const shown = out.spinner(`summarizing with ${name}`);
+      spinner = shown;
+      if (!shown) return null;
+      return {
+        update: (p) => {
+          shown.text = progressLine(name, p);
+        },
+        stop: () => {
+          shown.stop();
+          spinner = null;
+        },
+      };
+    },
   };
-}
-
-/** Seconds within which a session whose leaf waits for tool results is taken as live (Pi running). */
-const LIVE_WINDOW_MS = 60_000;
-
-/** Tool calls of the last message (an assistant message) that no result answers. */
-function unansweredAtLeaf(session: Session): number {
-  const leaf = session.branch[session.branch.length - 1];
-  const m = leaf?.type === "message" ? (leaf.message as { role?: string; content?: unknown }) : undefined;
-  if (m?.role !== "assistant" || !Array.isArray(m.content)) return 0;
-  return m.content.filter((b) => b?.type === "toolCall").length;
-}
-
-/**
- * `--output` must name a new file (or an existing one with --force), never a folder and never the
- * input itself (that would replace it without the lock and the changed-file check).
- * @throws UsageError naming the problem
- */
-async function checkOutput(output: string, files: string[]): Promise<void> {
-  if (output.trim() === "") throw new UsageError("--output: empty path (is the variable you passed unset?)");
-  if (files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
-  const out = await stat(output).catch(() => null);
-  if (!out) return;
-  if (out.isDirectory()) throw new UsageError(`--output ${output} is a directory; name a file`);
-  const input = await stat(files[0]).catch(() => null);
-  if (input && input.dev === out.dev && input.ino === out.ino) {
-    throw new UsageError(`--output ${output} is the input session itself; run without --output to prune it in place`);
-  }
-}
-
-/** A v1/v2 session rewritten as v3 the way Pi rewrites it: header with `version: 3`, one JSON line per entry. */
-function serializeMigrated(session: Session): string {
-  const header = { ...session.header, version: 3 };
-  return [header, ...session.entries].map((e) => `${JSON.stringify(e)}\n`).join("");
-}
-
-function reparse(path: string, text: string, previous: Session): Session {
-  const raw = parseSessionText(path, text);
-  raw.mtimeMs = previous.mtimeMs;
-  return buildSession(raw);
 }
 
 /** `summarizing with p/m: 12/96 batches · 1 failed · 45.2k tokens · $0.0123` */

@@ -1,0 +1,51 @@
+/**
+ * The quick check `run` makes before planning, so that a second pass over an archive does no work
+ * on files that are already condensed (issue 6): when capture finds no batch, no chain is waiting
+ * to be compressed and the render finds no diagnostic that is not yet recorded, there is nothing
+ * to append — the summarizer is not even created, the context metrics and the flush are skipped.
+ *
+ * The check uses the planner's own pieces (the view's capture and render, chain selection,
+ * unrecorded diagnostics) and is conservative: it may report work where the planner then finds
+ * none (e.g. a chain with nothing to back-fill), never the other way round.
+ */
+import { selectEligibleChains } from "../chain/compress.js";
+import { unrecordedDiagnostics } from "../render/diagnostics.js";
+import { idleRunReport, type RunReport } from "./report.js";
+import type { SessionView } from "./view.js";
+
+export interface PendingWork {
+  /** Batches capture would hand to the flush. */
+  batches: number;
+  /** Closed chains older than the rolling window that have no chain entry yet. */
+  chains: number;
+  /** Render diagnostics not yet recorded as `context-prune-diagnostic` entries. */
+  diagnostics: number;
+}
+
+/**
+ * Chains `run` would try to compress: the planner's own selection (closed, not yet compressed,
+ * older than the rolling window, not waiting for the recovery grace window) over Pi's projection
+ * of the branch; 0 when chain compression is off. A chain the planner then skips (nothing to
+ * back-fill) still counts, so such a session always takes the full path.
+ */
+export function pendingChains(view: SessionView): number {
+  if (!view.config.chainCompression.enabled) return 0;
+  const messages = view.items.map((i) => i.message);
+  return selectEligibleChains(messages, view.indexer, view.config, view.isProtected).eligible.length;
+}
+
+/** What a run would have to do on this session. */
+export function pendingWork(view: SessionView): PendingWork {
+  return {
+    batches: view.capture.batches.length,
+    chains: pendingChains(view),
+    diagnostics: unrecordedDiagnostics(view.branch, view.rendered.diagnostics).length,
+  };
+}
+
+/** The report of a run that has nothing to do, or null when there is work (then plan as usual). */
+export function idleReport(view: SessionView): RunReport | null {
+  const work = pendingWork(view);
+  if (work.batches > 0 || work.chains > 0 || work.diagnostics > 0) return null;
+  return idleRunReport(view.session.path, view.capture, view.rendered);
+}

@@ -1,0 +1,101 @@
+/**
+ * What `run` reports for one session (and prints as `--json`, README "JSON output"): batches and
+ * calls by outcome, chains, the rendered context before and after, summarizer usage, failures and
+ * what was appended.
+ */
+import type { CompressResult } from "../chain/compress.js";
+import type { CaptureResult } from "../prune/capture.js";
+import type { BatchOutcome, FlushResult } from "../prune/flush.js";
+import type { Rendered } from "../render/render.js";
+import { sizeMessages } from "../report/counts.js";
+import type { SummarizerUsage } from "../summarize/types.js";
+import { sumUsage } from "../summarize/usage.js";
+
+export interface RunReport {
+  session: string;
+  summarizer: string;
+  batches: {
+    captured: number;
+    summarized: number;
+    skippedTrivial: number;
+    skippedDeduped: number;
+    skippedOversized: number;
+    failed: number;
+  };
+  calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
+  chars: { raw: number; summary: number };
+  chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
+  context: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
+  usage: SummarizerUsage & { calls: number };
+  failures: { turnIndex: number; reason: string }[];
+  entriesAppended: number;
+  sidecars: number;
+}
+
+/** What a planned run did, for its report. */
+export interface RunFacts {
+  session: string;
+  summarizer: string;
+  capture: CaptureResult;
+  flush: FlushResult;
+  chains: CompressResult | null;
+  before: Rendered;
+  after: Rendered;
+  entriesAppended: number;
+  sidecars: number;
+}
+
+/** The report of a planned run. */
+export function runReport(facts: RunFacts): RunReport {
+  const { capture, flush, chains } = facts;
+  const count = (k: BatchOutcome["outcome"]) => flush.outcomes.filter((o) => o.outcome === k).length;
+  return {
+    session: facts.session,
+    summarizer: facts.summarizer,
+    batches: {
+      captured: capture.batches.length,
+      summarized: count("summarized"),
+      skippedTrivial: count("skipped-trivial"),
+      skippedDeduped: count("skipped-deduped"),
+      skippedOversized: count("skipped-oversized"),
+      failed: count("failed"),
+    },
+    calls: {
+      spilled: flush.spilledCalls,
+      deduped: flush.dedupedCalls,
+      protected: capture.protectedCalls,
+      summarized: flush.summarizedCalls,
+      unanswered: capture.unanswered,
+    },
+    chars: { raw: flush.rawChars, summary: flush.summaryChars },
+    chains: {
+      compressed: chains?.chainsCompressed ?? 0,
+      rangesSummarized: chains?.rangesSummarized ?? 0,
+      backfilledCalls: chains?.backfilledCalls ?? 0,
+      waiting: chains?.waiting ?? 0,
+    },
+    context: { before: sizeMessages(facts.before.after), after: sizeMessages(facts.after.after) },
+    usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
+    failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
+    entriesAppended: facts.entriesAppended,
+    sidecars: facts.sidecars,
+  };
+}
+
+/** The report of a run that has nothing to do: the context as read, the calls capture saw. */
+export function idleRunReport(session: string, capture: CaptureResult, rendered: Rendered): RunReport {
+  const size = sizeMessages(rendered.after);
+  return {
+    session,
+    summarizer: "none (nothing to do)",
+    batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
+    calls: { spilled: 0, deduped: 0, protected: capture.protectedCalls, summarized: 0, unanswered: capture.unanswered },
+    chars: { raw: 0, summary: 0 },
+    chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
+    context: { before: size, after: size },
+    usage: { input: 0, output: 0, cost: 0, calls: 0 },
+    failures: [],
+    entriesAppended: 0,
+    sidecars: 0,
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * `run` for one session (SPEC.md sections 2, 5 and 6): open it for writing, refuse what must not be
+ * written, migrate a v1/v2 file when asked, stop early when there is nothing to do, plan in memory,
+ * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
+ * through {@link RunHooks}; the command only parses options and prints the report.
+ */
+import { realpath } from "node:fs/promises";
+import type { PruneConfig } from "../config/config.js";
+import type { FlushProgress } from "../prune/flush.js";
+import { commitRun, migrateSession, refuseExistingOutput, refuseLiveSession } from "../session/commit.js";
+import { formatWarning, openSession } from "../session/open.js";
+import type { Session } from "../session/session.js";
+import { createSummarizer } from "../summarize/select.js";
+import type { SummarizerChoice } from "../summarize/types.js";
+import { nowMs } from "../util/clock.js";
+import { CondenseError, UsageError } from "../util/errors.js";
+import { idleReport } from "./pending.js";
+import { planRun, type RunPlan } from "./plan.js";
+import type { RunReport } from "./report.js";
+import { sessionView } from "./view.js";
+
+export interface RunSessionOptions {
+  config: PruneConfig;
+  summarizer: SummarizerChoice;
+  /** Parallel summarizer calls. */
+  concurrency: number;
+  dryRun: boolean;
+  /** Rewrite v1/v2 sessions as v3 first. */
+  migrate: boolean;
+  /** Overwrite `output` or a migration backup; write a session that looks live. */
+  force: boolean;
+  /** Write the original bytes plus the new entries here instead of appending. */
+  output?: string;
+  /** Ctrl-C: in-flight summarizer calls abort and nothing is written (exit 130). */
+  signal: AbortSignal;
+}
+
+/** Where `run` reports to while it works. */
+export interface RunHooks {
+  /** A reader warning about the session (a skipped line, …). */
+  warn(message: string): void;
+  /** A one-line notice from the summarizer (fallback entered or left), prefixed with the session's path. */
+  notice(message: string): void;
+  /** Called when summarizing starts; returns where progress goes, or nothing. */
+  progress?(summarizerName: string, local: boolean): { update(p: FlushProgress): void; stop(): void } | null;
+}
+
+/** What `run` reports per session (README "JSON output"). */
+export interface RunFileResult extends RunReport {
+  dryRun: boolean;
+  written: string | null;
+  bytesAppended: number;
+  migratedFrom?: number;
+  backup?: string;
+  wallMs: number;
+}
+
+/**
+ * Run the main job on one session file.
+ * @throws UsageError (exit 2) for a file that cannot be written (v1/v2 without --migrate, existing
+ *   --output or backup, unusable input); CondenseError (exit 1) for a live session or a failed
+ *   write; CondenseError (exit 130) when interrupted — nothing was written then
+ */
+export async function runSession(file: string, options: RunSessionOptions, hooks: RunHooks): Promise<RunFileResult> {
+  const started = Date.now();
+  let path = file;
+  const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
+  if (options.signal.aborted) throw interrupted();
+  // Write through a symlink to the session it names (as Pi does), with the blobs folder beside it.
+  path = await realpath(file).catch(() => file);
+  const opened = await openSession(path, "write");
+  if (!options.force && !options.dryRun) refuseLiveSession(opened);
+  for (const w of opened.warnings) hooks.warn(formatWarning(w));
+  const { session, migration, base } = await migrateIfAsked(opened, options);
+  if (options.output) refuseExistingOutput(options.output, options.force);
+  const done = (report: RunReport, written: string | null, bytesAppended: number): RunFileResult => ({
+    ...report,
+    dryRun: options.dryRun,
+    written,
+    bytesAppended,
+    ...migration,
+    wallMs: Date.now() - started,
+  });
+  const view = sessionView(session, options.config);
+  // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
+  const idle = options.output ? null : idleReport(view);
+  if (idle) return done(idle, null, 0);
+  const summarizer = await createSummarizer(options.summarizer, options.config, session, { onNotice: (m) => hooks.notice(`${session.path}: ${m}`) });
+  const progress = hooks.progress?.(summarizer.name, summarizer.local) ?? null;
+  let plan: RunPlan;
+  try {
+    plan = await planRun(view, {
+      summarizer,
+      concurrency: options.concurrency,
+      nowMs: nowMs(),
+      targetPath: options.output ?? session.path,
+      signal: options.signal,
+      onProgress: progress ? (p) => progress.update(p) : undefined,
+    });
+  } catch (error) {
+    if (options.signal.aborted) throw interrupted();
+    throw error;
+  } finally {
+    progress?.stop();
+  }
+  if (options.signal.aborted) throw interrupted();
+  if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0);
+  const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
+  return done(plan.report, written, bytesAppended);
+}
+
+/** Migrate a v1/v2 session when `--migrate` asks for it; refuse it otherwise. */
+async function migrateIfAsked(
+  session: Session,
+  options: RunSessionOptions,
+): Promise<{ session: Session; migration: { migratedFrom?: number; backup?: string }; base?: Buffer }> {
+  if (session.fileVersion >= 3) return { session, migration: {} };
+  if (!options.migrate) {
+    throw new UsageError(
+      `${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
+        "Run with --migrate to back it up and rewrite it as v3 first (nothing was written)",
+    );
+  }
+  const inPlace = !options.dryRun && !options.output;
+  const migrated = await migrateSession(session, { inPlace, force: options.force });
+  return {
+    session: migrated.session,
+    migration: { migratedFrom: session.fileVersion, ...(migrated.backup ? { backup: migrated.backup } : {}) },
+    base: migrated.bytes,
+  };
+}

@@ -1,0 +1,37 @@
+/**
+ * Shapes shared by `pruneMessages` and its four phases (SPEC.md section 7): what a phase gets, what
+ * it returns, and the diagnostics a render finds.
+ */
+import type { PruneConfig } from "../config/config.js";
+import type { ToolCallIndexer } from "../prune/indexer.js";
+import type { ProtectionTest } from "../prune/protect.js";
+import type { DiagnosticData } from "../prune/types.js";
+import type { AgentMessage } from "../session/types.js";
+
+/** What every phase may read: the index rebuilt from the branch, the configuration, the protection test. */
+export interface PruneContext {
+  indexer: ToolCallIndexer;
+  config: PruneConfig;
+  isProtected: ProtectionTest;
+}
+
+export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";
+
+export interface PhaseResult {
+  phase: PhaseName;
+  messages: AgentMessage[];
+}
+
+/** A diagnostic found while rendering, with the key it is deduplicated by (seeds/PRUNING.md "Diagnostics"). */
+export interface RenderDiagnostic extends DiagnosticData {
+  dedupKey: string;
+}
+
+export interface PruneResult {
+  /** The final messages: the input array itself when nothing changed. */
+  messages: AgentMessage[];
+  /** Each phase's output, in order. */
+  phases: PhaseResult[];
+  /** Deduplicated per (kind, dedupKey), in the order found. */
+  diagnostics: RenderDiagnostic[];
+}

@@ -1,0 +1,137 @@
+/**
+ * The write side of `run` (SPEC.md sections 4 and 5): the checks before anything is written (a
+ * session Pi may be writing, an `--output` that is not a new file), the in-place migration of a
+ * v1/v2 file with its backup, and the commit of a planned run — sidecars atomically first, then the
+ * entries in one locked append, or the original bytes plus the entries into `--output`.
+ */
+import { existsSync } from "node:fs";
+import { copyFile, readFile, stat } from "node:fs/promises";
+import { CondenseError, UsageError } from "../util/errors.js";
+import { serializeMigrated } from "./migrate.js";
+import { openSession } from "./open.js";
+import { parseSessionText } from "./reader.js";
+import { buildSession, type Session } from "./session.js";
+import { writeFileAtomic } from "./sidecars.js";
+import type { SessionEntry } from "./types.js";
+import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "./writer.js";
+
+/** Milliseconds within which a session whose leaf waits for tool results is taken as live (Pi running). */
+const LIVE_WINDOW_MS = 60_000;
+
+/** Tool calls of the last message (an assistant message) that no result answers. */
+function unansweredAtLeaf(session: Session): number {
+  const leaf = session.branch[session.branch.length - 1];
+  const m = leaf?.type === "message" ? (leaf.message as { role?: string; content?: unknown }) : undefined;
+  if (m?.role !== "assistant" || !Array.isArray(m.content)) return 0;
+  return m.content.filter((b) => b?.type === "toolCall").length;
+}
+
+/**
+ * Refuse a session Pi may be writing now: its last message has tool calls without results and the
+ * file changed less than a minute ago (wall clock, not `CONDENSE_NOW`).
+ * @throws CondenseError (exit 1) naming the calls and how long ago the file changed
+ */
+export function refuseLiveSession(session: Session): void {
+  const waiting = unansweredAtLeaf(session);
+  if (waiting === 0 || Date.now() - session.mtimeMs >= LIVE_WINDOW_MS) return;
+  throw new CondenseError(
+    `${session.path}: the last message has ${waiting} tool call(s) still without a result and the file changed ` +
+      `${Math.round((Date.now() - session.mtimeMs) / 1000)} s ago — Pi may be running those tools now; ` +
+      "nothing was written. Run again once Pi is done, or pass --force",
+    1,
+  );
+}
+
+/**
+ * `--output` must name a new file (or an existing one with --force), never a folder and never the
+ * input itself (that would replace it without the lock and the changed-file check).
+ * @throws UsageError naming the problem
+ */
+export async function checkOutputPath(output: string, files: string[]): Promise<void> {
+  if (output.trim() === "") throw new UsageError("--output: empty path (is the variable you passed unset?)");
+  if (files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
+  const out = await stat(output).catch(() => null);
+  if (!out) return;
+  if (out.isDirectory()) throw new UsageError(`--output ${output} is a directory; name a file`);
+  const input = await stat(files[0]).catch(() => null);
+  if (input && input.dev === out.dev && input.ino === out.ino) {
+    throw new UsageError(`--output ${output} is the input session itself; run without --output to prune it in place`);
+  }
+}
+
+/** @throws UsageError when `--output` exists and `force` is not set */
+export function refuseExistingOutput(output: string, force: boolean): void {
+  if (existsSync(output) && !force) throw new UsageError(`--output ${output} already exists; use --force to overwrite it`);
+}
+
+/** A migrated session and where the original went. */
+export interface Migrated {
+  session: Session;
+  /** The v1/v2 bytes' new name (`<file>.v<N>.bak`); absent when the file was not rewritten. */
+  backup?: string;
+  /** The migrated file's bytes, when they were not written (dry run, `--output`). */
+  bytes?: Buffer;
+}
+
+/**
+ * Migrate a v1/v2 session to v3. In memory only when `inPlace` is false (dry run, `--output`);
+ * otherwise, under the lock and only while the file is still the one read, copy it to
+ * `<file>.v<N>.bak`, replace it atomically with the v3 text (same mode), and read it again.
+ * @throws UsageError when the backup exists and `force` is not set
+ * @throws FileChangedError, FileLockedError when the file changed or is locked
+ */
+export async function migrateSession(session: Session, options: { inPlace: boolean; force: boolean }): Promise<Migrated> {
+  const migrated = serializeMigrated(session.header, session.entries);
+  if (!options.inPlace) {
+    const raw = parseSessionText(session.path, migrated);
+    raw.mtimeMs = session.mtimeMs;
+    return { session: buildSession(raw), bytes: Buffer.from(migrated, "utf8") };
+  }
+  const path = session.path;
+  const backup = `${path}.v${session.fileVersion}.bak`;
+  if (existsSync(backup) && !options.force) throw new UsageError(`${path}: backup ${backup} already exists; use --force to overwrite it`);
+  // Under the lock, and only if the file is still the one read: a concurrent writer (or a second
+  // condense) must never turn the backup into anything but the original bytes.
+  await withSessionLock(path, async () => {
+    await assertUnchanged(session);
+    const mode = (await stat(path)).mode & 0o7777;
+    await copyFile(path, backup);
+    await writeFileAtomic(path, migrated, mode);
+  });
+  return { session: await openSession(path, "write"), backup };
+}
+
+/** What a planned run writes. */
+export interface RunWrite {
+  entries: SessionEntry[];
+  sidecars: { path: string; text: string }[];
+}
+
+/**
+ * Commit a planned run: sidecars first (atomically), then the entries — appended to the session
+ * under its lock, or written with the original bytes to `output`.
+ * @param base the migrated bytes to start `output` from (instead of the file as read)
+ * @returns where the entries went and how many bytes they took
+ * @throws CondenseError (exit 1) for any failure, naming the session; nothing half-written
+ */
+export async function commitRun(
+  session: Session,
+  write: RunWrite,
+  target: { output?: string; base?: Buffer },
+): Promise<{ written: string; bytesAppended: number }> {
+  try {
+    for (const sidecar of write.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
+    if (!target.output) return { written: session.path, bytesAppended: await appendEntries(session, write.entries) };
+    if (!target.base) await assertUnchanged(session);
+    const original = target.base ?? (await readFile(session.path));
+    if (!target.base && original.length !== session.size) {
+      throw new CondenseError(`${session.path} changed while it was copied to --output; nothing was written — run again`, 1);
+    }
+    const appended = write.entries.length > 0 ? Buffer.from(serializeAppend(session, write.entries), "utf8") : Buffer.alloc(0);
+    await writeFileAtomic(target.output, Buffer.concat([original, appended]));
+    return { written: target.output, bytesAppended: appended.length };
+  } catch (error) {
+    if (error instanceof CondenseError) throw error;
+    throw new CondenseError(`${session.path}: ${(error as Error).message}`, 1);
+  }
+}
