@@ -21,6 +21,7 @@ import { performance } from "node:perf_hooks";
 import type { ThinkingSetting } from "../config/config.js";
 import { BATCH_INSTRUCTIONS, batchMessage, FUSION_INSTRUCTIONS, fusionMessage } from "./prompt.js";
 import type { RetryPolicy, Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
+import { addUsage, hasUsage, sumUsage, zeroUsage } from "./usage.js";
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, baseDelayMs: 1000, maxDelayMs: 30_000 };
 /** How long the run stays on the fallback before one call probes the configured model again. */
@@ -45,18 +46,10 @@ export interface LlmSummarizerOptions {
 
 const AUTH_FAILURE = /(?<![0-9])(?:401|403)(?![0-9])|unauthori[sz]ed|forbidden|authentication|invalid[ _-]?(?:api[ _-]?key|x-api-key|token|credentials)|incorrect api key|no api key|api key (?:not|is) (?:valid|set|found)|permission[ _-]denied/i;
 
-const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
-
-function addUsage(total: SummarizerUsage, message: AssistantMessage): void {
+/** A response's usage in summarizer terms (tokens in and out, cost in USD); zero when it has none. */
+function usageOf(message: AssistantMessage): SummarizerUsage {
   const u = message.usage;
-  if (!u) return;
-  total.input += u.input ?? 0;
-  total.output += u.output ?? 0;
-  total.cost += u.cost?.total ?? 0;
-}
-
-function hasUsage(u: SummarizerUsage): boolean {
-  return u.input > 0 || u.output > 0 || u.cost > 0;
+  return { input: u?.input ?? 0, output: u?.output ?? 0, cost: u?.cost?.total ?? 0 };
 }
 
 /** The answer: text blocks joined with a newline (thinking left out). */
@@ -183,7 +176,7 @@ class LlmSummarizer implements Summarizer {
     const withUsage = (r: SummarizerResult): SummarizerResult => (hasUsage(usage) ? { ...r, usage } : r);
     for (let attempt = 0; ; attempt++) {
       const message = await this.request(model, context, signal);
-      addUsage(usage, message);
+      addUsage(usage, usageOf(message));
       if (signal?.aborted || message.stopReason === "aborted") {
         return { result: { ok: false, kind: "aborted", reason: "aborted", ...(hasUsage(usage) ? { usage } : {}) }, transient: false };
       }
@@ -258,14 +251,7 @@ class LlmSummarizer implements Summarizer {
 
 /** The fallback's result, with both calls' usage and, on failure, both reasons. */
 function combine(first: SummarizerResult, second: SummarizerResult): SummarizerResult {
-  const usage = zeroUsage();
-  for (const r of [first, second]) {
-    if (r.usage) {
-      usage.input += r.usage.input;
-      usage.output += r.usage.output;
-      usage.cost += r.usage.cost;
-    }
-  }
+  const usage = sumUsage(first.usage, second.usage);
   const withUsage = hasUsage(usage) ? { usage } : {};
   if (second.ok) return { ...second, ...withUsage };
   if (second.kind === "aborted" || first.ok) return { ...second, ...withUsage };
