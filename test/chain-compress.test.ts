@@ -10,7 +10,7 @@ import { defaultConfig } from "../src/config/config.js";
 import { projectBranch } from "../src/context/projection.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
-import { CUSTOM_TYPES } from "../src/prune/types.js";
+import { CUSTOM_TYPES } from "../src/entries/types.js";
 import { applyChainCompressions } from "../src/render/chain-range-prune.js";
 import { pruneMessages } from "../src/render/prune-messages.js";
 import type { RenderDiagnostic } from "../src/render/types.js";

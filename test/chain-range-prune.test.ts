@@ -9,7 +9,7 @@ import { compressChains, deterministicChainBody, selectEligibleChains } from "..
 import { defaultConfig, type PruneConfig } from "../src/config/config.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
-import type { ChainEntryData } from "../src/prune/types.js";
+import type { ChainEntryData } from "../src/entries/types.js";
 import { applyChainCompressions } from "../src/render/chain-range-prune.js";
 import type { RenderDiagnostic } from "../src/render/types.js";
 import type { AgentMessage } from "../src/session/types.js";

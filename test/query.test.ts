@@ -8,7 +8,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
-import type { ToolCallRecord } from "../src/prune/types.js";
+import type { ToolCallRecord } from "../src/entries/types.js";
 import { formatQueryBlock, lookupRef, recordBody, shownOutput } from "../src/query/query.js";
 import { MAX_BYTES, MAX_LINES, truncateHead } from "../src/query/truncate.js";
 import { loadSession } from "../src/session/session.js";

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
-import { CUSTOM_TYPES, type ToolCallRecord } from "../src/prune/types.js";
+import { CUSTOM_TYPES, type ToolCallRecord } from "../src/entries/types.js";
 import { dedupDiagnostics, unrecordedDiagnostics } from "../src/render/diagnostics.js";
 import { purgeErroredArgs } from "../src/render/error-purge.js";
 import { sweepOrphanToolResults } from "../src/render/orphan-sweep.js";

@@ -10,15 +10,8 @@ import lockfile from "proper-lockfile";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { convertToLlm, projectBranch } from "../src/context/projection.js";
 import { loadSession } from "../src/session/session.js";
-import type { SessionEntry } from "../src/session/types.js";
-import {
-  appendEntries,
-  chainEntries,
-  FileChangedError,
-  FileLockedError,
-  type NewEntry,
-  serializeAppend,
-} from "../src/session/writer.js";
+import type { NewEntry, SessionEntry } from "../src/session/types.js";
+import { appendEntries, chainEntries, FileChangedError, FileLockedError, serializeAppend } from "../src/session/writer.js";
 import { copyInto, FIXTURES, HEX8, importPiMessages, importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 
 const NOW = "2026-02-01T12:00:00.000Z";

@@ -18,18 +18,13 @@ import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
 import { spillRecord } from "../prune/spill.js";
-import {
-  CUSTOM_TYPES,
-  type ChainEntryData,
-  type DiagnosticData,
-  type IndexEntryData,
-  type SummaryToolCallRef,
-  type ToolCallRecord,
-} from "../prune/types.js";
+import { chainEntry, diagnosticEntry, indexEntry } from "../entries/build.js";
+import type { ChainEntryData, DiagnosticData, SummaryToolCallRef, ToolCallRecord } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
-import type { NewEntry } from "../session/writer.js";
+import type { NewEntry } from "../session/types.js";
 import { keyArgument } from "../summarize/deterministic.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import { addUsage, zeroUsage } from "../summarize/usage.js";
 import { detectChains, type ChainRange } from "./detect.js";
 import { rangeResolver, resolveRange } from "./resolve.js";
 
@@ -212,7 +207,8 @@ export function extractChainRecords(
       continue;
     }
     if (m.role !== "toolResult") continue;
-    const raw = (items[i].entry?.type === "message" ? (items[i].entry!.message as ToolResultMessage) : m) as ToolResultMessage;
+    const source = items[i].entry;
+    const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
     const call = calls.get(raw.toolCallId);
     if (!call || protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number") continue;
     const key = occurrenceKey(raw.toolCallId, raw.timestamp);
@@ -243,8 +239,7 @@ function backfillRecords(fresh: ToolCallRecord[], indexer: ToolCallIndexer, opti
     }
     refs.push(indexer.allocateRef(record));
   }
-  const data: IndexEntryData = { toolCalls: fresh, backfilled: true, refs };
-  backfill.push(custom(CUSTOM_TYPES.index, data));
+  backfill.push(indexEntry({ toolCalls: fresh, backfilled: true, refs }));
   for (const record of fresh) indexer.addRecord(record, false);
   indexer.registerRefs(refs);
   result.backfilledCalls += fresh.length;
@@ -261,10 +256,115 @@ function uncoveredLine(record: ToolCallRecord, ref: string): string {
   return `${head} (${record.resultText.length.toLocaleString("en-US")} chars)`;
 }
 
-const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
+/** Chains to compress now: eligible, and holding no call whose batch failed in this run (those wait). */
+function chainsToCompress(messages: AgentMessage[], indexer: ToolCallIndexer, options: CompressOptions): { chains: ChainRange[]; waiting: number } {
+  const selected = selectEligibleChains(messages, indexer, options.config, options.isProtected);
+  const pending = options.pendingKeys ?? new Set<string>();
+  const chains = selected.eligible.filter((c) => !c.middleOccurrenceKeys.some((k) => pending.has(k)));
+  return { chains, waiting: selected.waiting + selected.eligible.length - chains.length };
+}
 
-function custom(customType: string, data: unknown): NewEntry {
-  return { type: "custom", customType, data };
+/**
+ * One fusion call per chain covered by two or more distinct summaries (when fusion is on), all
+ * started at once: their inputs depend only on the per-batch summaries. Every call is settled
+ * before anything throws, so no promise is left unobserved.
+ * @returns per chain, its answer or null
+ */
+async function fuseRanges(bodiesOf: string[][], options: CompressOptions): Promise<(SummarizerResult | null)[]> {
+  const { summarizer, signal } = options;
+  const limit = pLimit(Math.max(1, options.concurrency));
+  const fusions = bodiesOf.map((bodies) =>
+    options.config.chainCompression.fuseRangeSummary && bodies.length >= 2
+      ? limit(() =>
+          signal?.aborted ? Promise.resolve<SummarizerResult>({ ok: false, kind: "aborted", reason: "aborted" }) : summarizer.fuseRange(bodies, signal),
+        )
+      : null,
+  );
+  return Promise.all(fusions.map((f) => (f ? f.catch((e: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: String(e) })) : null)));
+}
+
+/** The shared state of one compression: the projected context, the index, the options, the result. */
+interface Compression {
+  items: ChainSourceItem[];
+  indexer: ToolCallIndexer;
+  options: CompressOptions;
+  result: CompressResult;
+  resolve: ReturnType<typeof rangeResolver>;
+}
+
+/**
+ * The body of a chain some summary covers: the fused summary when the fusion answered, else none
+ * (the renderer shows the per-batch summaries); calls no summary covers (trivial batches left raw)
+ * would vanish with the range, so they are back-filled into the index and named, with short
+ * outputs verbatim, after the body.
+ */
+function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer: SummarizerResult | null, backfill: NewEntry[]): string | undefined {
+  const { indexer, result } = c;
+  const local = c.options.summarizer.local;
+  let body: string | undefined;
+  if (answer?.ok && answer.text.trim() !== "") {
+    body = answer.text;
+    result.rangesSummarized++;
+    if (!local) result.modelCalls++;
+  } else if (answer?.ok && !local) result.modelCalls++;
+  const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve);
+  if (uncovered.length === 0) return body;
+  const shown = uncovered.map((r) => ({ ...r }));
+  backfillRecords(uncovered, indexer, c.options, result, backfill);
+  const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(occurrenceKey(uncovered[i].toolCallId, uncovered[i].resultTimestamp)) ?? r.toolCallId));
+  return `${body ?? bodies.join("\n\n")}\n\nNot summarized in this span:\n${lines.join("\n")}`;
+}
+
+/**
+ * The zero-model body of a chain no summary covers, after back-filling its calls; null when none
+ * of its outputs can be indexed (then a `backfill-empty` diagnostic, once, unless every call is
+ * protected).
+ */
+function deterministicBody(c: Compression, chain: ChainRange, keys: string[], backfill: NewEntry[]): string | null {
+  const { indexer, options } = c;
+  const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
+  const fresh = extractChainRecords(c.items, chain, indexer, c.resolve);
+  if (indexed.length === 0 && fresh.length === 0) {
+    const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
+    if (!fullyProtected) {
+      const diagnostic: DiagnosticData = {
+        kind: "backfill-empty",
+        detail: `start=${chain.startUserTimestamp} middles=${chain.middleToolCallIds.length}: no tool output of this chain could be indexed`,
+      };
+      const seen = `${diagnostic.kind}\0${diagnostic.detail}`;
+      if (!options.existingDiagnostics?.has(seen)) {
+        options.existingDiagnostics?.add(seen);
+        c.result.diagnostics.push(diagnosticEntry(diagnostic));
+      }
+    }
+    return null;
+  }
+  backfillRecords(fresh, indexer, options, c.result, backfill);
+  const calls: ChainCall[] = [];
+  for (const key of keys) {
+    const record = indexer.getRecord(key);
+    if (!record) continue;
+    const at = parseOccurrenceKey(key).resultTimestamp ?? record.resultTimestamp ?? record.timestamp;
+    calls.push({ toolName: record.toolName, args: record.args, at });
+  }
+  return deterministicChainBody(calls, chainToolRefs(indexer, keys), chain.middleToolCallIds);
+}
+
+/** The chain entry's data, in the extension's field order. */
+function chainData(chain: ChainRange, blockId: string, toolRefs: string[], body: string | undefined, deterministic: boolean, nowMs: number): ChainEntryData {
+  const entry: ChainEntryData = {
+    blockId,
+    startUserTimestamp: chain.startUserTimestamp,
+    droppedToolCallIds: chain.middleToolCallIds,
+    finalAssistantTimestamp: chain.finalAssistantTimestamp,
+    toolRefs,
+    compressedAt: nowMs,
+  };
+  if (body !== undefined) entry.rangeSummaryText = body;
+  if (deterministic) entry.bodySource = "deterministic";
+  if (chain.protectedToolCallIds.length > 0) entry.protectedToolCallIds = chain.protectedToolCallIds;
+  if (chain.middleOccurrenceKeys.length > 0) entry.droppedOccurrenceKeys = chain.middleOccurrenceKeys;
+  return entry;
 }
 
 /**
@@ -274,7 +374,6 @@ function custom(customType: string, data: unknown): NewEntry {
  * @throws Error("aborted") when `signal` aborts during a fusion call
  */
 export async function compressChains(items: ChainSourceItem[], indexer: ToolCallIndexer, options: CompressOptions): Promise<CompressResult> {
-  const { config, summarizer } = options;
   const result: CompressResult = {
     entries: [],
     diagnostics: [],
@@ -287,108 +386,26 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     modelCalls: 0,
   };
   const messages = items.map((i) => i.message);
-  const selected = selectEligibleChains(messages, indexer, config, options.isProtected);
-  const pending = options.pendingKeys ?? new Set<string>();
-  const eligible = selected.eligible.filter((c) => !c.middleOccurrenceKeys.some((k) => pending.has(k)));
-  result.waiting = selected.waiting + selected.eligible.length - eligible.length;
-  if (eligible.length === 0) return result;
-
-  // Fusion inputs depend only on the per-batch summaries, so every call can start now.
-  const limit = pLimit(Math.max(1, options.concurrency));
+  const { chains, waiting } = chainsToCompress(messages, indexer, options);
+  result.waiting = waiting;
+  if (chains.length === 0) return result;
   const covering = summaryLookup(indexer);
-  const bodiesOf = eligible.map((chain) => covering(chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
-  const resolve = rangeResolver(messages);
-  const fusions: (Promise<SummarizerResult> | null)[] = bodiesOf.map((bodies) =>
-    config.chainCompression.fuseRangeSummary && bodies.length >= 2
-      ? limit(() =>
-          options.signal?.aborted
-            ? Promise.resolve<SummarizerResult>({ ok: false, kind: "aborted", reason: "aborted" })
-            : summarizer.fuseRange(bodies, options.signal),
-        )
-      : null,
-  );
-  // Settle every call before anything throws, so no promise is left unobserved.
-  const answers = await Promise.all(
-    fusions.map((f) => (f ? f.catch((e: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: String(e) })) : null)),
-  );
-
-  for (let n = 0; n < eligible.length; n++) {
-    const chain = eligible[n];
+  const bodiesOf = chains.map((chain) => covering(chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
+  const answers = await fuseRanges(bodiesOf, options);
+  const c: Compression = { items, indexer, options, result, resolve: rangeResolver(messages) };
+  for (let n = 0; n < chains.length; n++) {
+    const chain = chains[n];
     const keys = chainLookupKeys(chain);
     const answer = answers[n];
-    if (answer?.usage) {
-      result.usage.input += answer.usage.input;
-      result.usage.output += answer.usage.output;
-      result.usage.cost += answer.usage.cost;
-    }
+    addUsage(result.usage, answer?.usage);
     if (answer && !answer.ok && answer.kind === "aborted") throw new Error("aborted");
-
-    let rangeSummaryText: string | undefined;
-    let deterministic = false;
     const backfill: NewEntry[] = [];
-    if (bodiesOf[n].length > 0) {
-      if (answer?.ok && answer.text.trim() !== "") {
-        rangeSummaryText = answer.text;
-        result.rangesSummarized++;
-        if (!summarizer.local) result.modelCalls++;
-      } else if (answer?.ok && !summarizer.local) result.modelCalls++;
-      // A failed or empty fusion leaves the body to the renderer: the per-batch summaries themselves.
-      // Calls no summary covers (trivial batches left raw) would vanish with the range: index them
-      // so they stay recoverable, and name them (with short outputs verbatim) in the body.
-      const uncovered = extractChainRecords(items, chain, indexer, resolve);
-      if (uncovered.length > 0) {
-        const shown = uncovered.map((r) => ({ ...r }));
-        backfillRecords(uncovered, indexer, options, result, backfill);
-        const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(occurrenceKey(uncovered[i].toolCallId, uncovered[i].resultTimestamp)) ?? r.toolCallId));
-        rangeSummaryText = `${rangeSummaryText ?? bodiesOf[n].join("\n\n")}\n\nNot summarized in this span:\n${lines.join("\n")}`;
-      }
-    } else {
-      const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
-      const fresh = extractChainRecords(items, chain, indexer, resolve);
-      if (indexed.length === 0 && fresh.length === 0) {
-        const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
-        if (!fullyProtected) {
-          const diagnostic: DiagnosticData = {
-            kind: "backfill-empty",
-            detail: `start=${chain.startUserTimestamp} middles=${chain.middleToolCallIds.length}: no tool output of this chain could be indexed`,
-          };
-          const seen = `${diagnostic.kind}\0${diagnostic.detail}`;
-          if (!options.existingDiagnostics?.has(seen)) {
-            options.existingDiagnostics?.add(seen);
-            result.diagnostics.push(custom(CUSTOM_TYPES.diagnostic, diagnostic));
-          }
-        }
-        continue;
-      }
-      backfillRecords(fresh, indexer, options, result, backfill);
-      deterministic = true;
-    }
-
-    const toolRefs = chainToolRefs(indexer, keys);
-    if (deterministic) {
-      const calls: ChainCall[] = [];
-      for (const key of keys) {
-        const record = indexer.getRecord(key);
-        if (!record) continue;
-        const at = parseOccurrenceKey(key).resultTimestamp ?? record.resultTimestamp ?? record.timestamp;
-        calls.push({ toolName: record.toolName, args: record.args, at });
-      }
-      rangeSummaryText = deterministicChainBody(calls, toolRefs, chain.middleToolCallIds);
-    }
-    const entry: ChainEntryData = {
-      blockId: indexer.allocateBlockId(),
-      startUserTimestamp: chain.startUserTimestamp,
-      droppedToolCallIds: chain.middleToolCallIds,
-      finalAssistantTimestamp: chain.finalAssistantTimestamp,
-      toolRefs,
-      compressedAt: options.nowMs,
-    };
-    if (rangeSummaryText !== undefined) entry.rangeSummaryText = rangeSummaryText;
-    if (deterministic) entry.bodySource = "deterministic";
-    if (chain.protectedToolCallIds.length > 0) entry.protectedToolCallIds = chain.protectedToolCallIds;
-    if (chain.middleOccurrenceKeys.length > 0) entry.droppedOccurrenceKeys = chain.middleOccurrenceKeys;
+    const covered = bodiesOf[n].length > 0;
+    const body = covered ? coveredBody(c, chain, bodiesOf[n], answer, backfill) : deterministicBody(c, chain, keys, backfill);
+    if (body === null) continue;
+    const entry = chainData(chain, indexer.allocateBlockId(), chainToolRefs(indexer, keys), body, !covered, options.nowMs);
     indexer.chains.set(entry.startUserTimestamp, entry);
-    result.entries.push(...backfill, custom(CUSTOM_TYPES.chain, entry));
+    result.entries.push(...backfill, chainEntry(entry));
     result.chainsCompressed++;
   }
   return result;

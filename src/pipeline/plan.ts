@@ -8,12 +8,13 @@ import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
-import { CUSTOM_TYPES, type ContextMetrics, type FlushMetricsData, type StatsData } from "../prune/types.js";
+import { diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
+import type { ContextMetrics, FlushMetricsData, StatsData } from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
-import type { SessionEntry } from "../session/types.js";
-import { chainEntries, type NewEntry } from "../session/writer.js";
+import type { NewEntry, SessionEntry } from "../session/types.js";
+import { chainEntries } from "../session/writer.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
@@ -132,10 +133,7 @@ function bookkeeping(
     outcome: flush.frontier?.outcome ?? (capture.batches.length === 0 ? "empty" : "error"),
     metrics: run.metrics,
   };
-  const out: NewEntry[] = [];
-  if (flush.frontier) out.push({ type: "custom", customType: CUSTOM_TYPES.frontier, data: flush.frontier });
-  out.push({ type: "custom", customType: CUSTOM_TYPES.stats, data: stats }, { type: "custom", customType: CUSTOM_TYPES.flushMetrics, data: flushMetrics });
-  return out;
+  return [...(flush.frontier ? [frontierEntry(flush.frontier)] : []), statsEntry(stats), flushMetricsEntry(flushMetrics)];
 }
 
 /**
@@ -149,7 +147,7 @@ function chainWithDiagnostics(view: SessionView, payloads: NewEntry[], before: R
   const after = entries.length > 0 ? renderBranch([...view.branch, ...entries], view.config) : before;
   const diagnostics = unrecordedDiagnostics(view.branch, after.diagnostics);
   if (diagnostics.length === 0) return { entries, after };
-  const withDiagnostics = [...payloads, ...diagnostics.map((data): NewEntry => ({ type: "custom", customType: CUSTOM_TYPES.diagnostic, data }))];
+  const withDiagnostics = [...payloads, ...diagnostics.map(diagnosticEntry)];
   return { entries: chainEntries(view.session, withDiagnostics, nowIso), after };
 }
 

@@ -14,7 +14,7 @@ import type { AssistantMessage, SessionEntry, ToolResultMessage } from "../sessi
 import type { ToolCallIndexer } from "./indexer.js";
 import { occurrenceKey } from "./occurrence-key.js";
 import type { ProtectionTest } from "./protect.js";
-import type { FrontierData } from "./types.js";
+import type { FrontierData } from "../entries/types.js";
 
 /** One answered tool call, ready to be indexed. */
 export interface CapturedCall {

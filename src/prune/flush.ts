@@ -15,23 +15,23 @@
 import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
 import { CondenseError } from "../util/errors.js";
-import type { NewEntry } from "../session/writer.js";
+import { dedupAliasEntry, indexEntry, summaryEntry } from "../entries/build.js";
+import type { NewEntry } from "../session/types.js";
 import { composeSummary } from "../summarize/refs.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import { addUsage, zeroUsage } from "../summarize/usage.js";
 import type { Batch, CapturedCall } from "./capture.js";
 import { contentHash } from "./content-hash.js";
 import type { ToolCallIndexer } from "./indexer.js";
 import { spillRecord } from "./spill.js";
-import {
-  CUSTOM_TYPES,
-  type DedupAliasData,
-  type FrontierData,
-  type FrontierOutcome,
-  type IndexEntryData,
-  type SummaryDetails,
-  type SummaryToolCallRef,
-  type ToolCallRecord,
-} from "./types.js";
+import type {
+  DedupAliasData,
+  FrontierData,
+  FrontierOutcome,
+  SummaryDetails,
+  SummaryToolCallRef,
+  ToolCallRecord,
+} from "../entries/types.js";
 
 export interface FlushOptions {
   config: PruneConfig;
@@ -198,80 +198,90 @@ function aliasData(call: CapturedCall, originalKey: string, indexer: ToolCallInd
   return data;
 }
 
-function custom(customType: string, data: unknown): NewEntry {
-  return { type: "custom", customType, data };
-}
-
-const zeroUsage = (): SummarizerUsage => ({ input: 0, output: 0, cost: 0 });
-
 /**
- * Run spill, dedup, trivial skip, summarization and the oversized check over captured batches,
- * updating `indexer` as the entries would.
- * @param batches captured batches in session order (see `captureBatches`)
- * @throws CondenseError (exit 130) when `signal` aborts while a summary is awaited
+ * The summarizer calls of one flush: at most one per distinct batch input, bounded by `p-limit`,
+ * each started on first request and shared by later requests for the same input.
  */
-export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, options: FlushOptions): Promise<FlushResult> {
-  const { config, summarizer } = options;
-  const limit = pLimit(Math.max(1, options.concurrency));
-  const answers = new Map<string, Promise<SummarizerResult>>();
-  const progress: FlushProgress = { done: 0, total: 0, failed: 0, usage: zeroUsage() };
-  const ask = (plan: Plan): Promise<SummarizerResult> => {
-    let answer = answers.get(plan.signature);
+class SummaryCalls {
+  private readonly limit;
+  private readonly answers = new Map<string, Promise<SummarizerResult>>();
+  private readonly progress: FlushProgress = { done: 0, total: 0, failed: 0, usage: zeroUsage() };
+
+  constructor(private readonly options: FlushOptions) {
+    this.limit = pLimit(Math.max(1, options.concurrency));
+  }
+
+  /** The answer for a plan's remaining calls, started now unless an earlier request started it. */
+  ask(plan: Plan): Promise<SummarizerResult> {
+    let answer = this.answers.get(plan.signature);
     if (!answer) {
-      progress.total++;
-      answer = limit(() =>
-        options.signal?.aborted
-          ? Promise.resolve<SummarizerResult>({ ok: false, kind: "aborted", reason: "aborted" })
-          : summarizer.summarizeBatch(
-              {
-                assistantText: plan.batch.assistantText,
-                calls: plan.remaining.map((c) => ({ toolName: c.toolName, args: c.args, resultText: c.resultText, isError: c.isError })),
-              },
-              options.signal,
-            ),
-      ).then(
-        (result) => result,
-        (error: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: `summarizer failed: ${(error as Error)?.message ?? String(error)}` }),
-      ).then((result) => {
-        progress.done++;
-        if (!result.ok) progress.failed++;
-        if (result.usage) {
-          progress.usage.input += result.usage.input;
-          progress.usage.output += result.usage.output;
-          progress.usage.cost += result.usage.cost;
-        }
-        options.onProgress?.({ ...progress, usage: { ...progress.usage } });
-        return result;
-      });
-      answers.set(plan.signature, answer);
+      this.progress.total++;
+      answer = this.limit(() => this.call(plan)).then(
+        (result) => this.settled(result),
+        (error: unknown) => this.settled({ ok: false, kind: "transient", reason: `summarizer failed: ${(error as Error)?.message ?? String(error)}` }),
+      );
+      this.answers.set(plan.signature, answer);
     }
     return answer;
-  };
+  }
 
+  private call(plan: Plan): Promise<SummarizerResult> {
+    const { signal, summarizer } = this.options;
+    if (signal?.aborted) return Promise.resolve({ ok: false, kind: "aborted", reason: "aborted" });
+    const calls = plan.remaining.map((c) => ({ toolName: c.toolName, args: c.args, resultText: c.resultText, isError: c.isError }));
+    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls }, signal);
+  }
+
+  private settled(result: SummarizerResult): SummarizerResult {
+    this.progress.done++;
+    if (!result.ok) this.progress.failed++;
+    addUsage(this.progress.usage, result.usage);
+    this.options.onProgress?.({ ...this.progress, usage: { ...this.progress.usage } });
+    return result;
+  }
+}
+
+/** Consecutive batches of one live flush (same `flushGroup`), in order. */
+function flushGroups(batches: Batch[]): Batch[][] {
   const groups: Batch[][] = [];
   for (const batch of batches) {
     const last = groups[groups.length - 1];
     if (last && last[0].flushGroup === batch.flushGroup) last.push(batch);
     else groups.push([batch]);
   }
+  return groups;
+}
 
-  // Speculative pass: assume every summary is accepted, launch every call.
-  {
-    const hashes = new HashState(indexer);
-    for (const group of groups) {
-      const rests = group.map((batch) => planSpill(batch, hashes, config).rest);
-      group.forEach((batch, i) => {
-        const plan: Plan = { batch, ...planRest(batch, rests[i], hashes, config) };
-        if (plan.remaining.length > 0 && !plan.trivial) {
-          void ask(plan);
-          for (const call of plan.remaining) hashes.add(hashOf(call), call.key, batch.flushGroup, false);
-        }
-      });
-    }
+/** Speculative pass: plan every batch assuming every summary is accepted, and start every call. */
+function speculate(groups: Batch[][], indexer: ToolCallIndexer, config: PruneConfig, calls: SummaryCalls): void {
+  const hashes = new HashState(indexer);
+  for (const group of groups) {
+    const rests = group.map((batch) => planSpill(batch, hashes, config).rest);
+    group.forEach((batch, i) => {
+      const plan: Plan = { batch, ...planRest(batch, rests[i], hashes, config) };
+      if (plan.remaining.length > 0 && !plan.trivial) {
+        void calls.ask(plan);
+        for (const call of plan.remaining) hashes.add(hashOf(call), call.key, batch.flushGroup, false);
+      }
+    });
   }
+}
 
-  // Real pass, in session order.
-  const result: FlushResult = {
+/** What one batch came to in the real pass. */
+interface Settled {
+  kind: BatchOutcomeKind;
+  summaryChars: number;
+  reason?: string;
+}
+
+/**
+ * The real pass, in session order: each flush group's spills first, then its batches — dedup,
+ * trivial skip, the (usually already answered) summarizer call, the oversized check — updating
+ * the index as the entries would; the frontier follows every processed batch up to the first
+ * failure.
+ */
+class RealPass {
+  readonly result: FlushResult = {
     entries: [],
     sidecars: [],
     outcomes: [],
@@ -285,136 +295,190 @@ export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, o
     modelCalls: 0,
     processedBatches: 0,
   };
-  const hashes = new HashState(indexer);
-  const spillTarget = { sessionPath: options.targetPath, sessionId: options.sessionId, previewBytes: config.spillPreviewBytes };
-  let frontierOpen = true; // false after the first failed batch: the frontier stays before it
-  let attemptedBatches = 0;
-  let attemptedCalls = 0;
-  let attemptedRaw = 0;
-  let attemptedSummary = 0;
-  const kinds = new Set<BatchOutcomeKind>();
-  let last: { batch: Batch; call: CapturedCall } | null = null;
+  private readonly hashes: HashState;
+  private readonly frontier = new FrontierTracker();
 
-  for (const group of groups) {
-    const spillEntries: NewEntry[] = [];
-    const aliasEntries: NewEntry[] = [];
-    const batchEntries: NewEntry[] = [];
-    const rests: CapturedCall[][] = [];
-    for (const batch of group) {
-      const { spilled, spillAliases, rest } = planSpill(batch, hashes, config);
-      rests.push(rest);
-      for (const { call, originalKey } of spillAliases) {
-        spillEntries.push(custom(CUSTOM_TYPES.dedupAlias, aliasData(call, originalKey, indexer)));
-        indexer.addAlias(call.key, originalKey);
-        result.dedupedCalls++;
-      }
-      if (spilled.length > 0) {
-        const records: ToolCallRecord[] = [];
-        const refs: SummaryToolCallRef[] = [];
-        for (const call of spilled) {
-          const record = toRecord(call, batch);
-          result.sidecars.push(spillRecord(record, spillTarget, hashOf(call)));
-          records.push(record);
-          refs.push(indexer.allocateRef(call));
-        }
-        const data: IndexEntryData = { toolCalls: records, refs };
-        spillEntries.push(custom(CUSTOM_TYPES.index, data));
-        for (const record of records) indexer.addRecord(record, true);
-        indexer.registerRefs(refs);
-        result.spilledCalls += spilled.length;
-        result.outcomes.push({ turnIndex: batch.turnIndex, calls: spilled.length, outcome: "spilled", rawChars: 0, summaryChars: 0 });
-      }
-    }
-    for (let i = 0; i < group.length; i++) {
-      const batch = group[i];
-      const plan: Plan = { batch, ...planRest(batch, rests[i], hashes, config) };
-      for (const { call, originalKey } of plan.aliases) {
-        aliasEntries.push(custom(CUSTOM_TYPES.dedupAlias, aliasData(call, originalKey, indexer)));
-        indexer.addAlias(call.key, originalKey);
-        result.dedupedCalls++;
-      }
-      if (plan.remaining.length === 0 && plan.aliases.length === 0) continue; // everything spilled
-      let kind: BatchOutcomeKind;
-      let summaryChars = 0;
-      let reason: string | undefined;
-      if (plan.remaining.length === 0) kind = "skipped-deduped";
-      else if (plan.trivial) kind = "skipped-trivial";
-      else {
-        const answer = await ask(plan);
-        if (answer.usage) {
-          result.usage.input += answer.usage.input;
-          result.usage.output += answer.usage.output;
-          result.usage.cost += answer.usage.cost;
-        }
-        if (!answer.ok) {
-          if (answer.kind === "aborted") throw new CondenseError("interrupted; nothing was written", 130);
-          kind = "failed";
-          reason = `${answer.kind}: ${answer.reason}`;
-        } else {
-          if (!summarizer.local) result.modelCalls++;
-          const refs = plan.remaining.map((call, k) => indexer.previewRef(call, k));
-          const text = composeSummary(answer.text, refs, plan.remaining.map((c) => c.toolName));
-          summaryChars = text.length;
-          attemptedSummary += text.length;
-          if (text.length > plan.rawChars) kind = "skipped-oversized";
-          else {
-            kind = "summarized";
-            const committed = plan.remaining.map((call) => indexer.allocateRef(call));
-            const records = plan.remaining.map((call) => toRecord(call, batch));
-            const details: SummaryDetails = {
-              toolCallRefs: committed,
-              toolNames: plan.remaining.map((c) => c.toolName),
-              turnIndex: batch.turnIndex,
-              timestamp: batch.timestamp,
-            };
-            batchEntries.push({ type: "custom_message", customType: CUSTOM_TYPES.summary, content: text, display: false, details });
-            batchEntries.push(custom(CUSTOM_TYPES.index, { toolCalls: records } satisfies IndexEntryData));
-            for (const record of records) indexer.addRecord(record, true);
-            indexer.registerRefs(committed);
-            indexer.summaries.push({ entryId: "", refs: committed, text });
-            for (const call of plan.remaining) hashes.add(hashOf(call), call.key, batch.flushGroup, false);
-            result.summarizedCalls += plan.remaining.length;
-            result.rawChars += plan.rawChars;
-            result.summaryChars += text.length;
-          }
-        }
-      }
-      result.outcomes.push({ turnIndex: batch.turnIndex, calls: plan.remaining.length + plan.aliases.length, outcome: kind, rawChars: plan.rawChars, summaryChars, ...(reason ? { reason } : {}) });
-      if (kind === "failed") {
-        frontierOpen = false;
-        continue;
-      }
-      if (!frontierOpen) continue;
-      result.processedBatches++;
-      kinds.add(kind);
-      attemptedBatches++;
-      attemptedCalls += plan.remaining.length + plan.aliases.length;
-      attemptedRaw += plan.rawChars + plan.dedupedChars;
-      const lastCall = plan.remaining.length > 0 ? plan.remaining[plan.remaining.length - 1] : plan.aliases[plan.aliases.length - 1].call;
-      last = { batch, call: lastCall };
-    }
-    result.entries.push(...spillEntries, ...aliasEntries, ...batchEntries);
+  constructor(
+    private readonly indexer: ToolCallIndexer,
+    private readonly options: FlushOptions,
+    private readonly calls: SummaryCalls,
+  ) {
+    this.hashes = new HashState(indexer);
   }
 
-  if (last) {
-    const outcome: FrontierOutcome = kinds.has("summarized")
+  async group(group: Batch[]): Promise<void> {
+    const spillEntries: NewEntry[] = [];
+    const rests = group.map((batch) => this.spills(batch, spillEntries));
+    const aliasEntries: NewEntry[] = [];
+    const batchEntries: NewEntry[] = [];
+    for (let i = 0; i < group.length; i++) await this.batch(group[i], rests[i], aliasEntries, batchEntries);
+    this.result.entries.push(...spillEntries, ...aliasEntries, ...batchEntries);
+  }
+
+  finish(): FlushResult {
+    this.result.frontier = this.frontier.data();
+    return this.result;
+  }
+
+  /** Eager spills of one batch (and aliases of spills whose output is already indexed); returns the other calls. */
+  private spills(batch: Batch, out: NewEntry[]): CapturedCall[] {
+    const { config } = this.options;
+    const { spilled, spillAliases, rest } = planSpill(batch, this.hashes, config);
+    this.aliases(spillAliases, out);
+    if (spilled.length === 0) return rest;
+    const target = { sessionPath: this.options.targetPath, sessionId: this.options.sessionId, previewBytes: config.spillPreviewBytes };
+    const records: ToolCallRecord[] = [];
+    const refs: SummaryToolCallRef[] = [];
+    for (const call of spilled) {
+      const record = toRecord(call, batch);
+      this.result.sidecars.push(spillRecord(record, target, hashOf(call)));
+      records.push(record);
+      refs.push(this.indexer.allocateRef(call));
+    }
+    out.push(indexEntry({ toolCalls: records, refs }));
+    for (const record of records) this.indexer.addRecord(record, true);
+    this.indexer.registerRefs(refs);
+    this.result.spilledCalls += spilled.length;
+    this.result.outcomes.push({ turnIndex: batch.turnIndex, calls: spilled.length, outcome: "spilled", rawChars: 0, summaryChars: 0 });
+    return rest;
+  }
+
+  private aliases(aliases: { call: CapturedCall; originalKey: string }[], out: NewEntry[]): void {
+    for (const { call, originalKey } of aliases) {
+      out.push(dedupAliasEntry(aliasData(call, originalKey, this.indexer)));
+      this.indexer.addAlias(call.key, originalKey);
+      this.result.dedupedCalls++;
+    }
+  }
+
+  private async batch(batch: Batch, rest: CapturedCall[], aliasEntries: NewEntry[], batchEntries: NewEntry[]): Promise<void> {
+    const plan: Plan = { batch, ...planRest(batch, rest, this.hashes, this.options.config) };
+    this.aliases(plan.aliases, aliasEntries);
+    if (plan.remaining.length === 0 && plan.aliases.length === 0) return; // everything spilled
+    const settled: Settled =
+      plan.remaining.length === 0
+        ? { kind: "skipped-deduped", summaryChars: 0 }
+        : plan.trivial
+          ? { kind: "skipped-trivial", summaryChars: 0 }
+          : await this.summarize(plan, batchEntries);
+    const calls = plan.remaining.length + plan.aliases.length;
+    this.result.outcomes.push({
+      turnIndex: batch.turnIndex,
+      calls,
+      outcome: settled.kind,
+      rawChars: plan.rawChars,
+      summaryChars: settled.summaryChars,
+      ...(settled.reason ? { reason: settled.reason } : {}),
+    });
+    // Summary characters of every answer count, also past a failure.
+    this.frontier.addSummaryChars(settled.summaryChars);
+    if (settled.kind === "failed") this.frontier.close();
+    else if (this.frontier.open) {
+      this.result.processedBatches++;
+      this.frontier.advance(plan, settled);
+    }
+  }
+
+  /** Await the batch's answer; commit the summary unless it failed or is longer than the raw text. */
+  private async summarize(plan: Plan, out: NewEntry[]): Promise<Settled> {
+    const answer = await this.calls.ask(plan);
+    addUsage(this.result.usage, answer.usage);
+    if (!answer.ok) {
+      if (answer.kind === "aborted") throw new CondenseError("interrupted; nothing was written", 130);
+      return { kind: "failed", summaryChars: 0, reason: `${answer.kind}: ${answer.reason}` };
+    }
+    const { indexer } = this;
+    if (!this.options.summarizer.local) this.result.modelCalls++;
+    const refs = plan.remaining.map((call, k) => indexer.previewRef(call, k));
+    const text = composeSummary(answer.text, refs, plan.remaining.map((c) => c.toolName));
+    if (text.length > plan.rawChars) return { kind: "skipped-oversized", summaryChars: text.length };
+    const committed = plan.remaining.map((call) => indexer.allocateRef(call));
+    const records = plan.remaining.map((call) => toRecord(call, plan.batch));
+    const details: SummaryDetails = {
+      toolCallRefs: committed,
+      toolNames: plan.remaining.map((c) => c.toolName),
+      turnIndex: plan.batch.turnIndex,
+      timestamp: plan.batch.timestamp,
+    };
+    out.push(summaryEntry(text, details), indexEntry({ toolCalls: records }));
+    for (const record of records) indexer.addRecord(record, true);
+    indexer.registerRefs(committed);
+    indexer.summaries.push({ entryId: "", refs: committed, text });
+    for (const call of plan.remaining) this.hashes.add(hashOf(call), call.key, plan.batch.flushGroup, false);
+    this.result.summarizedCalls += plan.remaining.length;
+    this.result.rawChars += plan.rawChars;
+    this.result.summaryChars += text.length;
+    return { kind: "summarized", summaryChars: text.length };
+  }
+}
+
+/**
+ * The frontier: the last call of the last processed batch before the first failed one, with the
+ * totals of the processed batches (summary characters of every summarized or oversized answer).
+ */
+class FrontierTracker {
+  /** False after the first failed batch: the frontier stays before it. */
+  open = true;
+  private batches = 0;
+  private calls = 0;
+  private raw = 0;
+  private summary = 0;
+  private readonly kinds = new Set<BatchOutcomeKind>();
+  private last: { batch: Batch; call: CapturedCall } | null = null;
+
+  close(): void {
+    this.open = false;
+  }
+
+  addSummaryChars(chars: number): void {
+    this.summary += chars;
+  }
+
+  advance(plan: Plan, settled: Settled): void {
+    this.kinds.add(settled.kind);
+    this.batches++;
+    this.calls += plan.remaining.length + plan.aliases.length;
+    this.raw += plan.rawChars + plan.dedupedChars;
+    const call = plan.remaining.length > 0 ? plan.remaining[plan.remaining.length - 1] : plan.aliases[plan.aliases.length - 1].call;
+    this.last = { batch: plan.batch, call };
+  }
+
+  /** The frontier entry's data, or null when no batch was processed. */
+  data(): FrontierData | null {
+    const last = this.last;
+    if (!last) return null;
+    const outcome: FrontierOutcome = this.kinds.has("summarized")
       ? "summarized"
-      : kinds.has("skipped-oversized")
+      : this.kinds.has("skipped-oversized")
         ? "skipped-oversized"
-        : kinds.has("skipped-deduped")
+        : this.kinds.has("skipped-deduped")
           ? "skipped-deduped"
           : "skipped-trivial";
-    result.frontier = {
+    return {
       lastAttemptedToolCallId: last.call.toolCallId,
       lastAttemptedToolName: last.call.toolName,
       lastAttemptedTurnIndex: last.batch.turnIndex,
       lastAttemptedTimestamp: last.batch.timestamp,
-      attemptedBatchCount: attemptedBatches,
-      attemptedToolCallCount: attemptedCalls,
-      rawCharCount: attemptedRaw,
-      summaryCharCount: attemptedSummary,
+      attemptedBatchCount: this.batches,
+      attemptedToolCallCount: this.calls,
+      rawCharCount: this.raw,
+      summaryCharCount: this.summary,
       outcome,
     };
   }
-  return result;
+}
+
+/**
+ * Run spill, dedup, trivial skip, summarization and the oversized check over captured batches,
+ * updating `indexer` as the entries would.
+ * @param batches captured batches in session order (see `captureBatches`)
+ * @throws CondenseError (exit 130) when `signal` aborts while a summary is awaited
+ */
+export async function flushBatches(batches: Batch[], indexer: ToolCallIndexer, options: FlushOptions): Promise<FlushResult> {
+  const calls = new SummaryCalls(options);
+  const groups = flushGroups(batches);
+  speculate(groups, indexer, options.config, calls);
+  const pass = new RealPass(indexer, options, calls);
+  for (const group of groups) await pass.group(group);
+  return pass.finish();
 }

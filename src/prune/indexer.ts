@@ -6,18 +6,16 @@
  */
 import { occurrenceKey } from "./occurrence-key.js";
 import { contentHash } from "./content-hash.js";
+import { readPruneEntry, type PruneEntry } from "../entries/read.js";
 import {
-  CUSTOM_TYPES,
   emptyStats,
   type ChainEntryData,
   type DedupAliasData,
   type FrontierData,
-  type IndexEntryData,
   type StatsData,
-  type SummaryDetails,
   type SummaryToolCallRef,
   type ToolCallRecord,
-} from "./types.js";
+} from "../entries/types.js";
 import type { SessionEntry } from "../session/types.js";
 import { textOf } from "../context/projection.js";
 
@@ -65,33 +63,8 @@ export class ToolCallIndexer {
     const indexer = new ToolCallIndexer();
     const aliases: DedupAliasData[] = [];
     for (const entry of branch) {
-      const customType = entry.customType;
-      if (entry.type === "custom") {
-        const data = entry.data as Record<string, unknown> | undefined;
-        if (!data || typeof data !== "object") continue;
-        if (customType === CUSTOM_TYPES.index) indexer.loadIndexEntry(data as unknown as IndexEntryData);
-        else if (customType === CUSTOM_TYPES.dedupAlias) {
-          const a = data as unknown as DedupAliasData;
-          if (a.newToolCallId && a.originalToolCallId) aliases.push(a);
-        } else if (customType === CUSTOM_TYPES.chain) {
-          const c = data as unknown as ChainEntryData;
-          if (c.blockId && typeof c.startUserTimestamp === "number") {
-            indexer.chains.set(c.startUserTimestamp, c);
-            const n = /^b(\d+)$/.exec(c.blockId);
-            if (n) indexer.nextBlock = Math.max(indexer.nextBlock, Number(n[1]) + 1);
-          }
-        } else if (customType === CUSTOM_TYPES.frontier) {
-          const f = data as unknown as FrontierData;
-          if (f.lastAttemptedToolCallId) indexer.frontier = normalizeFrontier(f);
-        } else if (customType === CUSTOM_TYPES.stats) {
-          indexer.stats = { ...emptyStats(), ...pickNumbers(data) };
-        }
-      } else if (entry.type === "custom_message" && customType === CUSTOM_TYPES.summary) {
-        const refs = summaryRefs(entry.details);
-        indexer.registerRefs(refs);
-        const text = textOf(entry.content);
-        if (text.trim() !== "") indexer.summaries.push({ entryId: entry.id, refs, text });
-      }
+      const read = readPruneEntry(entry);
+      if (read) indexer.load(read, aliases);
     }
     for (const a of aliases) {
       indexer.addAlias(occurrenceKey(a.newToolCallId, a.newResultTimestamp), occurrenceKey(a.originalToolCallId, a.originalResultTimestamp));
@@ -99,13 +72,37 @@ export class ToolCallIndexer {
     return indexer;
   }
 
-  private loadIndexEntry(data: IndexEntryData): void {
-    if (!Array.isArray(data.toolCalls)) return;
-    for (const record of data.toolCalls) {
-      if (!record || typeof record.toolCallId !== "string") continue;
-      this.addRecord(record, data.backfilled !== true);
+  /** Take in one entry of the branch; aliases are collected for after the pass. */
+  private load(read: PruneEntry, aliases: DedupAliasData[]): void {
+    switch (read.kind) {
+      case "index":
+        for (const record of read.records) this.addRecord(record, !read.backfilled);
+        this.registerRefs(read.refs);
+        return;
+      case "summary": {
+        this.registerRefs(read.refs);
+        const text = textOf(read.entry.content);
+        if (text.trim() !== "") this.summaries.push({ entryId: read.entry.id, refs: read.refs, text });
+        return;
+      }
+      case "dedup-alias":
+        aliases.push(read.data);
+        return;
+      case "chain": {
+        this.chains.set(read.data.startUserTimestamp, read.data);
+        const n = /^b(\d+)$/.exec(read.data.blockId);
+        if (n) this.nextBlock = Math.max(this.nextBlock, Number(n[1]) + 1);
+        return;
+      }
+      case "frontier":
+        this.frontier = read.data;
+        return;
+      case "stats":
+        this.stats = { ...emptyStats(), ...read.data };
+        return;
+      case "diagnostic":
+        return;
     }
-    if (Array.isArray(data.refs)) this.registerRefs(data.refs);
   }
 
   /** Index one record; non-back-filled records seed the content-hash map (first seen wins). */
@@ -214,34 +211,4 @@ export class ToolCallIndexer {
       parseOccurrenceKey(e.key).resultTimestamp ?? e.record.resultTimestamp ?? e.record.timestamp;
     return out.sort((a, b) => at(a) - at(b));
   }
-}
-
-function summaryRefs(details: unknown): SummaryToolCallRef[] {
-  const d = details as Partial<SummaryDetails> & { toolCallIds?: unknown };
-  if (!d || typeof d !== "object") return [];
-  if (Array.isArray(d.toolCallRefs)) return d.toolCallRefs.filter((r) => r && typeof r.shortId === "string");
-  if (Array.isArray(d.toolCallIds)) {
-    return d.toolCallIds.filter((id): id is string => typeof id === "string").map((id) => ({ shortId: id, toolCallId: id }));
-  }
-  return [];
-}
-
-function pickNumbers(data: Record<string, unknown>): Partial<StatsData> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(data)) if (typeof v === "number" && Number.isFinite(v)) out[k] = v;
-  return out as Partial<StatsData>;
-}
-
-function normalizeFrontier(f: Partial<FrontierData>): FrontierData {
-  return {
-    lastAttemptedToolCallId: String(f.lastAttemptedToolCallId),
-    lastAttemptedToolName: typeof f.lastAttemptedToolName === "string" ? f.lastAttemptedToolName : "unknown",
-    lastAttemptedTurnIndex: typeof f.lastAttemptedTurnIndex === "number" ? f.lastAttemptedTurnIndex : 0,
-    lastAttemptedTimestamp: typeof f.lastAttemptedTimestamp === "number" ? f.lastAttemptedTimestamp : 0,
-    attemptedBatchCount: typeof f.attemptedBatchCount === "number" ? f.attemptedBatchCount : 0,
-    attemptedToolCallCount: typeof f.attemptedToolCallCount === "number" ? f.attemptedToolCallCount : 0,
-    rawCharCount: typeof f.rawCharCount === "number" ? f.rawCharCount : 0,
-    summaryCharCount: typeof f.summaryCharCount === "number" ? f.summaryCharCount : 0,
-    outcome: (f.outcome as FrontierData["outcome"]) ?? "summarized",
-  };
 }

@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { contentHash } from "./content-hash.js";
 import { occurrenceKey } from "./occurrence-key.js";
-import type { ToolCallRecord } from "./types.js";
+import type { ToolCallRecord } from "../entries/types.js";
 import { basename, dirname, join, resolve, sep } from "node:path";
 
 /** Longest sidecar name: 255 bytes less room for the temporary suffix of an atomic write. */

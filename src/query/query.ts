@@ -12,7 +12,7 @@
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { parseOccurrenceKey } from "../prune/indexer.js";
-import type { ToolCallRecord } from "../prune/types.js";
+import type { ToolCallRecord } from "../entries/types.js";
 import { blobsFolder } from "../prune/spill.js";
 import { truncateHead, truncationNotice, type HeadTruncation } from "./truncate.js";
 

@@ -10,7 +10,8 @@ import { summaryLookup } from "../chain/compress.js";
 import { rangeResolver } from "../chain/resolve.js";
 import { textOf } from "../context/projection.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
-import { CUSTOM_TYPES, type ChainEntryData, type SummaryToolCallRef } from "../prune/types.js";
+import { readSummaryRefs } from "../entries/read.js";
+import { CUSTOM_TYPES, type ChainEntryData } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, CustomMessage, UserMessage } from "../session/types.js";
 import type { PruneContext, RenderDiagnostic } from "./types.js";
 
@@ -32,14 +33,6 @@ function firstText(m: AgentMessage): string | undefined {
 
 function isPerBatchSummary(m: AgentMessage): m is CustomMessage {
   return m.role === "custom" && m.customType === CUSTOM_TYPES.summary;
-}
-
-function summaryRefsOf(m: CustomMessage): SummaryToolCallRef[] {
-  const d = m.details as { toolCallRefs?: unknown; toolCallIds?: unknown } | undefined;
-  if (!d || typeof d !== "object") return [];
-  if (Array.isArray(d.toolCallRefs)) return d.toolCallRefs.filter((r): r is SummaryToolCallRef => !!r && typeof r.toolCallId === "string");
-  if (Array.isArray(d.toolCallIds)) return d.toolCallIds.filter((id): id is string => typeof id === "string").map((id) => ({ shortId: id, toolCallId: id }));
-  return [];
 }
 
 interface Accepted {
@@ -168,7 +161,7 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
   // Coverage-based suppression: a per-batch summary anywhere whose refs name a dropped call.
   messages.forEach((m, i) => {
     if (drop.has(i) || !isPerBatchSummary(m)) return;
-    const covers = summaryRefsOf(m).some((r) =>
+    const covers = readSummaryRefs(m.details).some((r) =>
       typeof r.resultTimestamp === "number" ? droppedKeys.has(occurrenceKey(r.toolCallId, r.resultTimestamp)) : droppedIds.has(r.toolCallId),
     );
     if (covers) drop.add(i);

@@ -5,7 +5,8 @@
  * entries instead. Each is deduplicated by (kind, dedupKey), so a permanently degraded condition is
  * reported once, not once per render.
  */
-import { CUSTOM_TYPES, type DiagnosticData } from "../prune/types.js";
+import { readPruneEntry } from "../entries/read.js";
+import type { DiagnosticData } from "../entries/types.js";
 import type { SessionEntry } from "../session/types.js";
 import type { RenderDiagnostic } from "./types.js";
 
@@ -26,9 +27,8 @@ export function dedupDiagnostics(diagnostics: RenderDiagnostic[]): RenderDiagnos
 export function recordedDiagnostics(branch: SessionEntry[]): DiagnosticData[] {
   const out: DiagnosticData[] = [];
   for (const entry of branch) {
-    if (entry.type !== "custom" || entry.customType !== CUSTOM_TYPES.diagnostic) continue;
-    const data = entry.data as Partial<DiagnosticData> | undefined;
-    if (data && typeof data.kind === "string" && typeof data.detail === "string") out.push({ kind: data.kind, detail: data.detail });
+    const read = readPruneEntry(entry);
+    if (read?.kind === "diagnostic") out.push(read.data);
   }
   return out;
 }

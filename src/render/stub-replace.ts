@@ -8,7 +8,7 @@ import type { ToolCallIndexer } from "../prune/indexer.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
-import type { ToolCallRecord } from "../prune/types.js";
+import type { ToolCallRecord } from "../entries/types.js";
 import type { AgentMessage, ToolResultMessage } from "../session/types.js";
 
 /** ``[Summarized in pruner summary, ref `tN`. Use context_tree_query to retrieve full output.]`` */

@@ -8,7 +8,7 @@
  */
 import type { ChalkInstance } from "chalk";
 import { toLlmMessage } from "../context/projection.js";
-import { CUSTOM_TYPES } from "../prune/types.js";
+import { CUSTOM_TYPES } from "../entries/types.js";
 import type { AgentMessage, Message } from "../session/types.js";
 import { isPurgedArguments } from "./error-purge.js";
 

@@ -5,7 +5,7 @@
 import type { PruneConfig } from "../config/config.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
-import type { DiagnosticData } from "../prune/types.js";
+import type { DiagnosticData } from "../entries/types.js";
 import type { AgentMessage } from "../session/types.js";
 
 /** What every phase may read: the index rebuilt from the branch, the configuration, the protection test. */

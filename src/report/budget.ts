@@ -157,7 +157,8 @@ export function replayBudget(branch: SessionEntry[], options: BudgetOptions): Bu
     // Results of this turn: up to the next assistant message.
     const answered = new Set<string>();
     for (let j = i + 1; j < messages.length; j++) {
-      const r = messages[j].type === "message" ? (messages[j].message as AgentMessage | undefined) : undefined;
+      const next = messages[j];
+      const r = next.type === "message" ? (next.message as AgentMessage | undefined) : undefined;
       if (r?.role === "assistant") break;
       if (r?.role === "toolResult" && typeof (r as ToolResultMessage).toolCallId === "string") answered.add((r as ToolResultMessage).toolCallId);
     }

@@ -7,7 +7,7 @@ import { detectChains, openSegmentStart } from "../chain/detect.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { occurrenceKey } from "../prune/occurrence-key.js";
 import type { ProtectionTest } from "../prune/protect.js";
-import type { ContextMetrics, FrontierData } from "../prune/types.js";
+import type { ContextMetrics, FrontierData } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
 import { jsonLengthMemo, type JsonLength } from "./json-size.js";
 import { CHARS4, type Tokenizer } from "./tokenizer.js";

@@ -10,7 +10,7 @@
  */
 import { toLlmMessage, type ContextItem } from "../context/projection.js";
 import type { RenderDiagnostic } from "../render/types.js";
-import { CUSTOM_TYPES } from "../prune/types.js";
+import { chainBlockIdOf } from "../entries/read.js";
 import type { SessionEntry } from "../session/types.js";
 
 /** Where a finding sits in the session file. */
@@ -152,9 +152,7 @@ export function findDiagnostics(
   for (const d of renderDiagnostics) {
     if (d.kind !== "unresolved-range") continue;
     const blockId = d.dedupKey.replace(/^overlap:/, "");
-    const chainEntry = branch.find(
-      (e) => e.type === "custom" && e.customType === CUSTOM_TYPES.chain && (e.data as { blockId?: unknown } | undefined)?.blockId === blockId,
-    );
+    const chainEntry = branch.find((e) => chainBlockIdOf(e) === blockId);
     if (chainEntry) unresolved.add(chainEntry, lineOf, d.detail);
     else {
       unresolved.count++;

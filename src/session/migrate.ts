@@ -4,7 +4,7 @@
  * deterministic: the same file always yields the same ids.
  */
 import { createHash } from "node:crypto";
-import type { SessionEntry, SessionHeader } from "./types.js";
+import type { AgentMessage, CompactionEntry, SessionEntry, SessionHeader } from "./types.js";
 
 export const CURRENT_SESSION_VERSION = 3;
 
@@ -53,21 +53,22 @@ export function migrateEntries(
     });
     for (const entry of out) {
       if (entry.type !== "compaction") continue;
-      const index = entry.firstKeptEntryIndex;
+      const v1: CompactionEntry & { firstKeptEntryIndex?: unknown } = entry;
+      const index = v1.firstKeptEntryIndex;
       if (typeof index === "number") {
         // Pi indexes the parsed lines with the header at 0.
         const target = index >= 1 ? out[index - 1] : undefined;
-        if (target && target.type !== "session") entry.firstKeptEntryId = target.id;
-        delete entry.firstKeptEntryIndex;
+        if (target && (target.type as string) !== "session") v1.firstKeptEntryId = target.id;
+        delete v1.firstKeptEntryIndex;
       }
     }
   }
   if (fromVersion < 3) {
-    out = out.map((entry) => {
-      const message = entry.message as { role?: string } | undefined;
-      if (entry.type === "message" && message && message.role === "hookMessage") {
-        return { ...entry, message: { ...message, role: "custom" } };
-      }
+    out = out.map((entry): SessionEntry => {
+      if (entry.type !== "message") return entry;
+      // v2 called Pi's `custom` role `hookMessage` (a role the v3 types do not have).
+      const message: { role?: string } | undefined = entry.message;
+      if (message && message.role === "hookMessage") return { ...entry, message: { ...message, role: "custom" } as AgentMessage };
       return entry;
     });
   }

@@ -28,50 +28,130 @@ export interface SessionHeader {
   [key: string]: unknown;
 }
 
-/**
- * Any entry after the header. `id` is 8 hex characters, `parentId` null for a root,
- * `timestamp` an ISO string. Unknown entry types are kept as they are.
- */
-export interface SessionEntry {
+/** Fields every entry after the header has: `id` is 8 hex characters, `parentId` null for a root, `timestamp` an ISO string. */
+export interface SessionEntryBase {
   type: string;
   id: string;
   parentId: string | null;
   timestamp: string;
-  [key: string]: unknown;
 }
 
-export interface MessageEntry extends SessionEntry {
+export interface MessageEntry extends SessionEntryBase {
   type: "message";
   message: AgentMessage;
 }
 
-export interface CustomEntry extends SessionEntry {
-  type: "custom";
-  customType: string;
-  data?: unknown;
+export interface ThinkingLevelChangeEntry extends SessionEntryBase {
+  type: "thinking_level_change";
+  thinkingLevel: string;
 }
 
-export interface CustomMessageEntry extends SessionEntry {
-  type: "custom_message";
-  customType: string;
-  content: string | (TextContent | ImageContent)[];
-  display?: boolean;
-  details?: unknown;
+/** A model switch. Pi 1.6 writes `provider` and `modelId`; older files `model: "provider/id"` with a `role`. */
+export interface ModelChangeEntry extends SessionEntryBase {
+  type: "model_change";
+  provider?: string;
+  modelId?: string;
+  model?: string;
+  role?: string;
 }
 
-export interface CompactionEntry extends SessionEntry {
+export interface UsageEntry extends SessionEntryBase {
+  type: "usage";
+  kind: string;
+  provider: string;
+  model: string;
+  usage: unknown;
+  note?: string;
+}
+
+export interface CompactionEntry<T = unknown> extends SessionEntryBase {
   type: "compaction";
   summary: string;
   firstKeptEntryId: string;
   tokensBefore: number;
+  details?: T;
+  usage?: unknown;
+  fromHook?: boolean;
   systemMessage?: Message;
 }
 
-export interface ContextEditEntry extends SessionEntry {
+export interface BranchSummaryEntry<T = unknown> extends SessionEntryBase {
+  type: "branch_summary";
+  fromId: string;
+  summary: string;
+  details?: T;
+  usage?: unknown;
+  fromHook?: boolean;
+}
+
+/** Extension state, never in context (`data` as the extension wrote it: read it through a validating reader). */
+export interface CustomEntry<T = unknown> extends SessionEntryBase {
+  type: "custom";
+  customType: string;
+  data?: T;
+}
+
+export interface LabelEntry extends SessionEntryBase {
+  type: "label";
+  targetId: string;
+  label: string | undefined;
+}
+
+export interface SessionInfoEntry extends SessionEntryBase {
+  type: "session_info";
+  name?: string;
+}
+
+/** A message an extension puts into context (as a user message); `details` never reach the model. */
+export interface CustomMessageEntry<T = unknown> extends SessionEntryBase {
+  type: "custom_message";
+  customType: string;
+  content: string | (TextContent | ImageContent)[];
+  display?: boolean;
+  details?: T;
+}
+
+/** An append-only change to one earlier entry's contribution to context: `null` omits it. */
+export interface ContextEditEntry extends SessionEntryBase {
   type: "context_edit";
   targetId: string;
   replacement: { content: string | unknown[] } | null;
 }
+
+/**
+ * Stands for every entry `type` condense does not know. TypeScript cannot spell "any string but
+ * the known ones", so the type is a tag: at run time `type` holds whatever the file says. Such
+ * entries are read, kept in the tree and never rewritten (appends leave existing bytes alone).
+ */
+export type UnknownEntryType = "(an entry type condense does not know)";
+
+export interface UnknownEntry extends SessionEntryBase {
+  type: UnknownEntryType;
+  [key: string]: unknown;
+}
+
+/** The entries Pi 1.6 writes. */
+export type KnownEntry =
+  | MessageEntry
+  | ThinkingLevelChangeEntry
+  | ModelChangeEntry
+  | UsageEntry
+  | CompactionEntry
+  | BranchSummaryEntry
+  | CustomEntry
+  | CustomMessageEntry
+  | ContextEditEntry
+  | LabelEntry
+  | SessionInfoEntry;
+
+/** Any entry after the header (SPEC.md section 4): one of Pi's, or one condense does not know. */
+export type SessionEntry = KnownEntry | UnknownEntry;
+
+/** Distributes `Omit` over a union. */
+type PayloadOf<E> = E extends SessionEntryBase ? Omit<E, "id" | "parentId" | "timestamp"> : never;
+
+/** An entry to append, before it gets its id, parent and timestamp (built by `entries/build.ts`). */
+export type NewEntry = PayloadOf<KnownEntry>;
 
 /** Pi's `custom` role: a `custom_message` entry (or a v3 message with role custom) in context. */
 export interface CustomMessage {
@@ -124,6 +204,7 @@ export interface EntryLocation {
   offset: number;
 }
 
+/** A message entry that holds a message object (a `message` entry without one is malformed). */
 export function isMessageEntry(entry: SessionEntry): entry is MessageEntry {
   return entry.type === "message" && typeof entry.message === "object" && entry.message !== null;
 }

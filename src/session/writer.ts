@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { open, stat } from "node:fs/promises";
 import { CondenseError } from "../util/errors.js";
 import type { Session } from "./session.js";
-import type { SessionEntry } from "./types.js";
+import type { NewEntry, SessionEntry } from "./types.js";
 
 /** Thrown when the file changed between read and write; nothing was written (exit 1). */
 export class FileChangedError extends CondenseError {
@@ -43,9 +43,6 @@ export class FileLockedError extends CondenseError {
     this.name = "FileLockedError";
   }
 }
-
-/** An entry to append, before it gets its id, parent and timestamp. */
-export type NewEntry = { type: string } & Record<string, unknown>;
 
 /**
  * Allocates entry ids: 8 hex characters, unique in the file, deterministic for the same seed
@@ -80,7 +77,7 @@ export function chainEntries(session: Pick<Session, "leaf" | "byId" | "id">, ent
   let parentId: string | null = session.leaf?.id ?? null;
   return entries.map((payload) => {
     const id = ids.next();
-    const entry = { ...payload, id, parentId, timestamp: nowIso } as SessionEntry;
+    const entry: SessionEntry = { ...payload, id, parentId, timestamp: nowIso };
     parentId = id;
     return entry;
   });

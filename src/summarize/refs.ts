@@ -4,7 +4,7 @@
  * both the number and the tool name match the batch; other labels are removed; fenced code is left
  * alone; a footer lists every ref and how to recover it.
  */
-import type { SummaryToolCallRef } from "../prune/types.js";
+import type { SummaryToolCallRef } from "../entries/types.js";
 
 const LEADING_LABEL = /^(\s*(?:[-*]\s+)?)\[\[(\d+):([^\]\n]*)\]\]\s*/;
 const ANY_LABEL = /\[\[\d+:[^\]\n]*\]\]\s*/g;

@@ -1,0 +1,62 @@
+/**
+ * Every `context-prune-*` entry condense writes is built here (SPEC.md section 5), in the field
+ * order the extension writes: `custom` entries carry `data`; the summary is a `custom_message`
+ * (hidden from the TUI, so it enters only the model's context). Ids, parents and timestamps are
+ * added when the entries are chained (`session/writer.ts` `chainEntries`).
+ */
+import type { NewEntry } from "../session/types.js";
+import {
+  CUSTOM_TYPES,
+  type ChainEntryData,
+  type DedupAliasData,
+  type DiagnosticData,
+  type FlushMetricsData,
+  type FrontierData,
+  type IndexEntryData,
+  type StatsData,
+  type SummaryDetails,
+} from "./types.js";
+
+function custom(customType: string, data: unknown): NewEntry {
+  return { type: "custom", customType, data };
+}
+
+/** `context-prune-index`: indexed records (and, for spills and back-fills, their refs). */
+export function indexEntry(data: IndexEntryData): NewEntry {
+  return custom(CUSTOM_TYPES.index, data);
+}
+
+/** `context-prune-summary`: the summary text (footer included) of one batch, with its refs. */
+export function summaryEntry(text: string, details: SummaryDetails): NewEntry {
+  return { type: "custom_message", customType: CUSTOM_TYPES.summary, content: text, display: false, details };
+}
+
+/** `context-prune-dedup-alias`: a call whose output repeats an indexed one. */
+export function dedupAliasEntry(data: DedupAliasData): NewEntry {
+  return custom(CUSTOM_TYPES.dedupAlias, data);
+}
+
+/** `context-prune-frontier`: the last call the flushes attempted. */
+export function frontierEntry(data: FrontierData): NewEntry {
+  return custom(CUSTOM_TYPES.frontier, data);
+}
+
+/** `context-prune-chain`: one compressed chain. */
+export function chainEntry(data: ChainEntryData): NewEntry {
+  return custom(CUSTOM_TYPES.chain, data);
+}
+
+/** `context-prune-diagnostic`: a degradation found while planning or rendering. */
+export function diagnosticEntry(data: DiagnosticData): NewEntry {
+  return custom(CUSTOM_TYPES.diagnostic, data);
+}
+
+/** `context-prune-stats`: cumulative summarizer usage and chain counts. */
+export function statsEntry(data: StatsData): NewEntry {
+  return custom(CUSTOM_TYPES.stats, data);
+}
+
+/** `context-prune-flush-metrics`: what one (offline) flush did, with the context metrics before it. */
+export function flushMetricsEntry(data: FlushMetricsData): NewEntry {
+  return custom(CUSTOM_TYPES.flushMetrics, data);
+}
