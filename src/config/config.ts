@@ -10,94 +10,91 @@ import { join } from "node:path";
 import { agentDir } from "../session/locate.js";
 import { UsageError } from "../util/errors.js";
 
-export type ThinkingSetting = "default" | "off" | "minimal" | "low" | "medium" | "high" | "xhigh";
-export type BatchingMode = "turn" | "agent-message";
+const THINKING = ["default", "off", "minimal", "low", "medium", "high", "xhigh"] as const;
+const BATCHING = ["turn", "agent-message"] as const;
 
-export interface PruneConfig {
-  summarizerModel: string;
-  summarizerThinking: ThinkingSetting;
-  batchingMode: BatchingMode;
-  minBatchChars: number;
-  dedupByContentHash: boolean;
-  spillThreshold: number;
-  spillPreviewBytes: number;
-  protectedTools: string[];
-  protectedPaths: string[];
-  recoveryGraceTurns: number;
-  autoBudgetThreshold: number | null;
-  budgetTurnDelta: number | null;
+export type ThinkingSetting = (typeof THINKING)[number];
+export type BatchingMode = (typeof BATCHING)[number];
+
+/** null = valid, else the accepted range (for the error message). */
+type Validator = (value: unknown) => string | null;
+
+/** One configuration key: its built-in default and what values it accepts. */
+interface KeySpec<T> {
+  default: T;
+  check: Validator;
+}
+
+const spec = <T>(fallback: T, check: Validator): KeySpec<T> => ({ default: fallback, check });
+const int = (fallback: number, min: number) =>
+  spec(fallback, (v) => (typeof v === "number" && Number.isInteger(v) && v >= min ? null : `an integer ≥ ${min}`));
+const bool = (fallback: boolean) => spec(fallback, (v) => (typeof v === "boolean" ? null : "true or false"));
+const oneOf = <const C extends readonly string[]>(choices: C, fallback: C[number]) =>
+  spec<C[number]>(fallback, (v) => (typeof v === "string" && choices.includes(v) ? null : `one of ${choices.join(", ")}`));
+const stringList = (fallback: string[]) =>
+  spec(fallback, (v) => (Array.isArray(v) && v.every((s) => typeof s === "string") ? null : "a JSON array of strings"));
+const fractionOrNull = (fallback: number | null) =>
+  spec(fallback, (v) => (v === null || (typeof v === "number" && v > 0 && v <= 1) ? null : "a number in (0, 1], or null to disable"));
+const modelRef = (fallback: string) =>
+  spec(fallback, (v) => (v === "default" || (typeof v === "string" && /^[^/\s]+\/\S+$/.test(v)) ? null : `"default" or "provider/model-id"`));
+
+/**
+ * Every configuration key, declared once: its default (SPEC.md section 3) and its validator, nested
+ * as in `contextPrune`. {@link PruneConfig} is derived from it; dotted names (`chainCompression.enabled`)
+ * address the nested ones in `--set` and in error messages.
+ */
+const KEYS = {
+  summarizerModel: modelRef("default"),
+  summarizerThinking: oneOf(THINKING, "default"),
+  batchingMode: oneOf(BATCHING, "turn"),
+  minBatchChars: int(1000, 0),
+  dedupByContentHash: bool(true),
+  spillThreshold: int(65536, 1),
+  spillPreviewBytes: int(2048, 0),
+  protectedTools: stringList([]),
+  protectedPaths: stringList(["**/skills/**/*.md"]),
+  recoveryGraceTurns: int(3, 0),
+  autoBudgetThreshold: fractionOrNull(0.735),
+  budgetTurnDelta: fractionOrNull(0.04),
   chainCompression: {
-    enabled: boolean;
-    rollingWindow: number;
-    fuseRangeSummary: boolean;
-    stripFinalAssistantThinking: boolean;
-  };
-  purgeErrors: { enabled: boolean; cooldownTurns: number; minArgChars: number };
-  summarizerIdleTimeoutMs: number;
-  summarizerMaxTimeoutMs: number;
-}
-
-/** Built-in defaults (SPEC.md section 3). */
-export function defaultConfig(): PruneConfig {
-  return {
-    summarizerModel: "default",
-    summarizerThinking: "default",
-    batchingMode: "turn",
-    minBatchChars: 1000,
-    dedupByContentHash: true,
-    spillThreshold: 65536,
-    spillPreviewBytes: 2048,
-    protectedTools: [],
-    protectedPaths: ["**/skills/**/*.md"],
-    recoveryGraceTurns: 3,
-    autoBudgetThreshold: 0.735,
-    budgetTurnDelta: 0.04,
-    chainCompression: { enabled: true, rollingWindow: 3, fuseRangeSummary: true, stripFinalAssistantThinking: true },
-    purgeErrors: { enabled: true, cooldownTurns: 2, minArgChars: 500 },
-    summarizerIdleTimeoutMs: 20000,
-    summarizerMaxTimeoutMs: 180000,
-  };
-}
-
-type Validator = (value: unknown) => string | null; // null = valid, else the accepted range
-
-const THINKING = ["default", "off", "minimal", "low", "medium", "high", "xhigh"];
-const int = (min: number): Validator => (v) =>
-  typeof v === "number" && Number.isInteger(v) && v >= min ? null : `an integer ≥ ${min}`;
-const bool: Validator = (v) => (typeof v === "boolean" ? null : "true or false");
-const oneOf = (choices: string[]): Validator => (v) =>
-  typeof v === "string" && choices.includes(v) ? null : `one of ${choices.join(", ")}`;
-const stringList: Validator = (v) =>
-  Array.isArray(v) && v.every((s) => typeof s === "string") ? null : "a JSON array of strings";
-const fractionOrNull: Validator = (v) =>
-  v === null || (typeof v === "number" && v > 0 && v <= 1) ? null : "a number in (0, 1], or null to disable";
-const modelRef: Validator = (v) =>
-  v === "default" || (typeof v === "string" && /^[^/\s]+\/\S+$/.test(v)) ? null : `"default" or "provider/model-id"`;
-
-/** Every key, dotted for nested ones, with its validator. */
-export const CONFIG_KEYS: Record<string, Validator> = {
-  summarizerModel: modelRef,
-  summarizerThinking: oneOf(THINKING),
-  batchingMode: oneOf(["turn", "agent-message"]),
-  minBatchChars: int(0),
-  dedupByContentHash: bool,
-  spillThreshold: int(1),
-  spillPreviewBytes: int(0),
-  protectedTools: stringList,
-  protectedPaths: stringList,
-  recoveryGraceTurns: int(0),
-  autoBudgetThreshold: fractionOrNull,
-  budgetTurnDelta: fractionOrNull,
-  "chainCompression.enabled": bool,
-  "chainCompression.rollingWindow": int(0),
-  "chainCompression.fuseRangeSummary": bool,
-  "chainCompression.stripFinalAssistantThinking": bool,
-  "purgeErrors.enabled": bool,
-  "purgeErrors.cooldownTurns": int(0),
-  "purgeErrors.minArgChars": int(0),
-  summarizerIdleTimeoutMs: int(1),
-  summarizerMaxTimeoutMs: int(1),
+    enabled: bool(true),
+    rollingWindow: int(3, 0),
+    fuseRangeSummary: bool(true),
+    stripFinalAssistantThinking: bool(true),
+  },
+  purgeErrors: { enabled: bool(true), cooldownTurns: int(2, 0), minArgChars: int(500, 0) },
+  summarizerIdleTimeoutMs: int(20000, 1),
+  summarizerMaxTimeoutMs: int(180000, 1),
 };
+
+type ConfigOf<T> = { [K in keyof T]: T[K] extends KeySpec<infer V> ? V : ConfigOf<T[K]> };
+
+/** The pruning configuration (every key of {@link KEYS}, with its value). */
+export type PruneConfig = ConfigOf<typeof KEYS>;
+
+type Spec = KeySpec<unknown> | { [key: string]: Spec };
+const isKeySpec = (spec: Spec): spec is KeySpec<unknown> => typeof (spec as KeySpec<unknown>).check === "function";
+
+/** Dotted key → validator, in declaration order. */
+export const CONFIG_KEYS: Record<string, Validator> = {};
+(function flatten(specs: Record<string, Spec>, prefix: string): void {
+  for (const [name, spec] of Object.entries(specs)) {
+    if (isKeySpec(spec)) CONFIG_KEYS[prefix + name] = spec.check;
+    else flatten(spec, `${prefix}${name}.`);
+  }
+})(KEYS, "");
+
+/** Built-in defaults (SPEC.md section 3), fresh arrays and objects on every call. */
+export function defaultConfig(): PruneConfig {
+  const build = (specs: Record<string, Spec>): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(specs).map(([name, spec]) => {
+        if (!isKeySpec(spec)) return [name, build(spec)];
+        return [name, Array.isArray(spec.default) ? [...spec.default] : spec.default];
+      }),
+    );
+  return build(KEYS) as PruneConfig;
+}
 
 /**
  * Set one dotted key after validating it.
@@ -114,7 +111,7 @@ export function setKey(config: PruneConfig, key: string, value: unknown, source:
     throw new UsageError(`${source}: invalid value ${JSON.stringify(value)} for ${key}: expected ${range}`);
   }
   const path = key.split(".");
-  let target = config as unknown as Record<string, unknown>;
+  let target: Record<string, unknown> = config;
   for (const part of path.slice(0, -1)) target = target[part] as Record<string, unknown>;
   target[path[path.length - 1]] = value;
 }
@@ -129,7 +126,8 @@ export function mergeObject(config: PruneConfig, object: unknown, source: string
     throw new UsageError(`${source}: expected a JSON object of configuration keys`);
   }
   for (const [key, value] of Object.entries(object)) {
-    if ((key === "chainCompression" || key === "purgeErrors") && typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const group = Object.hasOwn(KEYS, key) && !isKeySpec(KEYS[key as keyof typeof KEYS]);
+    if (group && typeof value === "object" && value !== null && !Array.isArray(value)) {
       for (const [sub, subValue] of Object.entries(value)) {
         const dotted = `${key}.${sub}`;
         if (!Object.hasOwn(CONFIG_KEYS, dotted) && ignoreUnknown) continue;
