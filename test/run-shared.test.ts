@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { resultTextOf } from "../src/prune/capture.js";
-import { occurrenceKey } from "../src/prune/occurrence-key.js";
+import { occurrenceKey } from "../src/context/vocabulary.js";
 import { loadSession } from "../src/session/session.js";
 import { runCli } from "./cli-harness.js";
 import { copyInto, importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";

@@ -13,14 +13,14 @@ import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
 import { resultTextOf } from "../prune/capture.js";
 import type { Sidecar } from "../prune/flush.js";
-import { parseOccurrenceKey, type ToolCallIndexer } from "../prune/indexer.js";
-import { occurrenceKey } from "../prune/occurrence-key.js";
+import { type PairingRules, occurrenceKey, parseOccurrenceKey, recordKeyOf, walkToolPairs } from "../context/vocabulary.js";
+import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
 import { spillRecord } from "../prune/spill.js";
 import { chainEntry, diagnosticEntry, indexEntry } from "../entries/build.js";
 import type { ChainEntryData, DiagnosticData, SummaryToolCallRef, ToolCallRecord } from "../entries/types.js";
-import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
+import type { AgentMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { NewEntry } from "../session/types.js";
 import { keyArgument } from "../summarize/deterministic.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
@@ -109,7 +109,7 @@ export function summaryLookup(indexer: Pick<ToolCallIndexer, "summaries">): (key
   const byBare = new Map<string, number[]>();
   indexer.summaries.forEach((s, i) => {
     for (const r of s.refs) {
-      for (const [map, key] of [[byKey, occurrenceKey(r.toolCallId, r.resultTimestamp)], [byBare, r.toolCallId]] as const) {
+      for (const [map, key] of [[byKey, recordKeyOf(r)], [byBare, r.toolCallId]] as const) {
         const list = map.get(key);
         if (!list) map.set(key, [i]);
         else if (list[list.length - 1] !== i) list.push(i);
@@ -180,6 +180,9 @@ export function deterministicChainBody(calls: ChainCall[], refs: string[], fallb
   ].join("\n");
 }
 
+/** Inside a chain a result answers the first call with its id in the range, whatever lies between. */
+const CHAIN_PAIRING: PairingRules = { scope: "any", reuse: "first", between: "keep", consume: false };
+
 /**
  * Records for a chain's calls that are in neither the index nor the dedup aliases and are not
  * protected: walk the resolved range, pairing each tool result with the call that opened it.
@@ -195,36 +198,29 @@ export function extractChainRecords(
   const range = (resolve ?? ((a: number, b: number | null) => resolveRange(messages, a, b)))(chain.startUserTimestamp, chain.finalAssistantTimestamp);
   if (!range) return [];
   const protectedIds = new Set(chain.protectedToolCallIds);
-  const calls = new Map<string, { name: string; args: unknown }>();
   const records: ToolCallRecord[] = [];
   const taken = new Set<string>();
-  for (let i = range.startIndex + 1; i < range.endIndex; i++) {
-    const m = messages[i];
-    if (m.role === "assistant") {
-      for (const b of (m as AssistantMessage).content ?? []) {
-        if (b?.type === "toolCall" && b.id && !calls.has(b.id)) calls.set(b.id, { name: b.name, args: b.arguments ?? {} });
-      }
-      continue;
-    }
-    if (m.role !== "toolResult") continue;
-    const source = items[i].entry;
-    const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
-    const call = calls.get(raw.toolCallId);
-    if (!call || protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number") continue;
-    const key = occurrenceKey(raw.toolCallId, raw.timestamp);
-    if (indexer.isSummarized(key) || taken.has(key)) continue;
-    taken.add(key);
-    records.push({
-      toolCallId: raw.toolCallId,
-      toolName: call.name,
-      args: call.args,
-      resultText: resultTextOf(raw),
-      isError: raw.isError === true,
-      turnIndex: -1,
-      timestamp: raw.timestamp,
-      resultTimestamp: raw.timestamp,
-    });
-  }
+  const inRange = messages.slice(range.startIndex + 1, range.endIndex);
+  walkToolPairs(inRange, CHAIN_PAIRING, {
+    result: (k, m, opened) => {
+      const source = items[range.startIndex + 1 + k].entry;
+      const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
+      if (!opened || opened.call.id === "" || protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number") return;
+      const key = occurrenceKey(raw.toolCallId, raw.timestamp);
+      if (indexer.isSummarized(key) || taken.has(key)) return;
+      taken.add(key);
+      records.push({
+        toolCallId: raw.toolCallId,
+        toolName: opened.call.name,
+        args: opened.call.arguments ?? {},
+        resultText: resultTextOf(raw),
+        isError: raw.isError === true,
+        turnIndex: -1,
+        timestamp: raw.timestamp,
+        resultTimestamp: raw.timestamp,
+      });
+    },
+  });
   return records;
 }
 
@@ -311,7 +307,7 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
   if (uncovered.length === 0) return body;
   const shown = uncovered.map((r) => ({ ...r }));
   backfillRecords(uncovered, indexer, c.options, result, backfill);
-  const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(occurrenceKey(uncovered[i].toolCallId, uncovered[i].resultTimestamp)) ?? r.toolCallId));
+  const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(recordKeyOf(uncovered[i])) ?? r.toolCallId));
   return `${body ?? bodies.join("\n\n")}\n\nNot summarized in this span:\n${lines.join("\n")}`;
 }
 

@@ -4,7 +4,7 @@
  * open ends it as interrupted. The segment still open at the end is not a chain.
  */
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
-import { occurrenceKey } from "../prune/occurrence-key.js";
+import { isCompressedChainMessage, resultKeyOf } from "../context/vocabulary.js";
 import type { ProtectionTest } from "../prune/protect.js";
 
 export interface ChainRange {
@@ -21,14 +21,6 @@ export interface ChainRange {
   /** Index of the opening user message and of the closing assistant (or last message) in the input. */
   startIndex: number;
   endIndex: number;
-}
-
-/** True for a user message that is a `<compressed-chain>` synthetic block. */
-export function isCompressedChainMessage(m: AgentMessage): boolean {
-  if (m.role !== "user") return false;
-  const c = m.content;
-  const first = typeof c === "string" ? c : Array.isArray(c) ? (c.find((b) => b?.type === "text") as { text?: string } | undefined)?.text : undefined;
-  return typeof first === "string" && first.trimStart().startsWith("<compressed-chain");
 }
 
 function hasToolCalls(m: AssistantMessage): boolean {
@@ -89,7 +81,7 @@ export function detectChains(messages: AgentMessage[], isProtected: ProtectionTe
       const r = m as ToolResultMessage;
       if (!r.toolCallId) return;
       chain.ids.add(r.toolCallId);
-      chain.keys.add(occurrenceKey(r.toolCallId, typeof r.timestamp === "number" ? r.timestamp : undefined));
+      chain.keys.add(resultKeyOf(r));
       if (isProtected(r.toolName, undefined)) chain.prot.add(r.toolCallId);
     }
   });

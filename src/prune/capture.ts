@@ -12,7 +12,7 @@ import type { BatchingMode } from "../config/config.js";
 import { applyEdit, buildContextEntries, entryToMessages, latestEdits, textOf, type BranchContext } from "../context/projection.js";
 import type { AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { ToolCallIndexer } from "./indexer.js";
-import { occurrenceKey } from "./occurrence-key.js";
+import { occurrenceKey } from "../context/vocabulary.js";
 import type { ProtectionTest } from "./protect.js";
 import type { FrontierData } from "../entries/types.js";
 

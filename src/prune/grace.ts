@@ -4,7 +4,7 @@
  * the model can read it before it is pruned again. Read by stub-replace (the result is not stubbed)
  * and by chain compression (a chain holding such a result waits).
  */
-import { occurrenceKey } from "./occurrence-key.js";
+import { resultKeyOf } from "../context/vocabulary.js";
 import type { AgentMessage } from "../session/types.js";
 
 /** The extension's recovery tool. */
@@ -22,7 +22,7 @@ export function recoveryGraceKeys(messages: AgentMessage[], graceTurns: number):
   for (const m of messages) {
     if (m.role === "user") seen++;
     else if (m.role === "toolResult" && m.toolName === QUERY_TOOL && total - seen <= graceTurns) {
-      keys.add(occurrenceKey(m.toolCallId, typeof m.timestamp === "number" ? m.timestamp : undefined));
+      keys.add(resultKeyOf(m));
     }
   }
   return keys;

@@ -4,7 +4,7 @@
  * bodies, chain entries, the frontier and cumulative stats — rebuilt from the `context-prune-*`
  * entries on the branch so a run continues where the live extension or an earlier run stopped.
  */
-import { occurrenceKey } from "./occurrence-key.js";
+import { occurrenceKey, parseOccurrenceKey, recordKeyOf } from "../context/vocabulary.js";
 import { contentHash } from "./content-hash.js";
 import { readPruneEntry, type PruneEntry } from "../entries/read.js";
 import {
@@ -18,15 +18,6 @@ import {
 } from "../entries/types.js";
 import type { SessionEntry } from "../session/types.js";
 import { textOf } from "../context/projection.js";
-
-/** Split an occurrence key at its last `@` when the suffix is all digits. */
-export function parseOccurrenceKey(key: string): { toolCallId: string; resultTimestamp?: number } {
-  const at = key.lastIndexOf("@");
-  if (at > 0 && /^\d+$/.test(key.slice(at + 1))) {
-    return { toolCallId: key.slice(0, at), resultTimestamp: Number(key.slice(at + 1)) };
-  }
-  return { toolCallId: key };
-}
 
 /** A summary message on the branch: its refs and its full text (footer included). */
 export interface SummaryBody {
@@ -107,7 +98,7 @@ export class ToolCallIndexer {
 
   /** Index one record; non-back-filled records seed the content-hash map (first seen wins). */
   addRecord(record: ToolCallRecord, seedsHash: boolean): string {
-    const key = occurrenceKey(record.toolCallId, record.resultTimestamp);
+    const key = recordKeyOf(record);
     this.records.set(key, record);
     const keys = this.bareIdToKeys.get(record.toolCallId);
     if (!keys) this.bareIdToKeys.set(record.toolCallId, [key]);
@@ -123,7 +114,7 @@ export class ToolCallIndexer {
   registerRefs(refs: SummaryToolCallRef[]): void {
     for (const ref of refs) {
       if (!ref?.shortId || !ref.toolCallId) continue;
-      const key = occurrenceKey(ref.toolCallId, ref.resultTimestamp);
+      const key = recordKeyOf(ref);
       if (ref.shortId !== key) {
         this.shortRefToKey.set(ref.shortId, key);
         this.keyToShortRef.set(key, ref.shortId);

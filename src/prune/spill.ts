@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { contentHash } from "./content-hash.js";
-import { occurrenceKey } from "./occurrence-key.js";
+import { recordKeyOf } from "../context/vocabulary.js";
 import type { ToolCallRecord } from "../entries/types.js";
 import { basename, dirname, join, resolve, sep } from "node:path";
 
@@ -74,7 +74,7 @@ export function spillRecord(
   hash: string = contentHash(record.toolName, record.resultText),
 ): { path: string; text: string } {
   const text = record.resultText;
-  const path = sidecarPath(target.sessionPath, target.sessionId, occurrenceKey(record.toolCallId, record.resultTimestamp));
+  const path = sidecarPath(target.sessionPath, target.sessionId, recordKeyOf(record));
   record.resultText = "";
   record.spillPath = path;
   record.spillBytes = Buffer.byteLength(text, "utf8");

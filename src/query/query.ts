@@ -11,7 +11,7 @@
  */
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
 import type { ToolCallIndexer } from "../prune/indexer.js";
-import { parseOccurrenceKey } from "../prune/indexer.js";
+import { parseOccurrenceKey } from "../context/vocabulary.js";
 import type { ToolCallRecord } from "../entries/types.js";
 import { blobsFolder } from "../prune/spill.js";
 import { truncateHead, truncationNotice, type HeadTruncation } from "./truncate.js";

@@ -9,27 +9,11 @@
 import { summaryLookup } from "../chain/compress.js";
 import { rangeResolver } from "../chain/resolve.js";
 import { textOf } from "../context/projection.js";
-import { occurrenceKey } from "../prune/occurrence-key.js";
+import { compressedChainId, compressedChainText, firstUserText, recordKeyOf, resultKeyOf } from "../context/vocabulary.js";
 import { readSummaryRefs } from "../entries/read.js";
 import { CUSTOM_TYPES, type ChainEntryData } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, CustomMessage, UserMessage } from "../session/types.js";
 import type { PruneContext, RenderDiagnostic } from "./types.js";
-
-/** The synthetic block's text: `<compressed-chain id tools>`, body, relocated protected outputs, closing tag. */
-export function compressedChainText(entry: Pick<ChainEntryData, "blockId" | "toolRefs">, body: string, protectedOutputs: { tool: string; text: string }[]): string {
-  const relocated = protectedOutputs
-    .map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`)
-    .join("");
-  return `<compressed-chain id="${entry.blockId}" tools="${(entry.toolRefs ?? []).join(",")}">\n${body}${relocated}\n</compressed-chain>`;
-}
-
-function firstText(m: AgentMessage): string | undefined {
-  if (m.role !== "user") return undefined;
-  if (typeof m.content === "string") return m.content;
-  if (!Array.isArray(m.content)) return undefined;
-  const block = m.content.find((b) => b?.type === "text") as { text?: string } | undefined;
-  return block?.text;
-}
 
 function isPerBatchSummary(m: AgentMessage): m is CustomMessage {
   return m.role === "custom" && m.customType === CUSTOM_TYPES.summary;
@@ -108,7 +92,7 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
   // Block ids whose synthetic message is already in the input (a second application).
   const present = new Set<string>();
   for (const m of messages) {
-    const id = /^<compressed-chain id="([^"]*)"/.exec(firstText(m)?.trimStart() ?? "")?.[1];
+    const id = compressedChainId(firstUserText(m)?.trimStart() ?? "");
     if (id !== undefined) present.add(id);
   }
   let covering: ReturnType<typeof summaryLookup> | undefined;
@@ -125,7 +109,7 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
       } else if (m.role === "toolResult") {
         inRange.add(m.toolCallId);
         droppedIds.add(m.toolCallId);
-        droppedKeys.add(occurrenceKey(m.toolCallId, typeof m.timestamp === "number" ? m.timestamp : undefined));
+        droppedKeys.add(resultKeyOf(m));
         if (protectedIds.has(m.toolCallId)) relocated.push({ tool: m.toolName, text: textOf(m.content) });
         drop.add(i);
       } else if (isPerBatchSummary(m)) drop.add(i);
@@ -162,7 +146,7 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
   messages.forEach((m, i) => {
     if (drop.has(i) || !isPerBatchSummary(m)) return;
     const covers = readSummaryRefs(m.details).some((r) =>
-      typeof r.resultTimestamp === "number" ? droppedKeys.has(occurrenceKey(r.toolCallId, r.resultTimestamp)) : droppedIds.has(r.toolCallId),
+      typeof r.resultTimestamp === "number" ? droppedKeys.has(recordKeyOf(r)) : droppedIds.has(r.toolCallId),
     );
     if (covers) drop.add(i);
   });

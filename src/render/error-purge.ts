@@ -13,6 +13,7 @@
  * when that message holds a call with the result's id — and only that message's blocks with that
  * id are purged. A result whose call is not in that message (an orphan) purges nothing.
  */
+import { type PairingRules, walkToolPairs } from "../context/vocabulary.js";
 import type { AgentMessage, AssistantMessage, ToolCall } from "../session/types.js";
 
 export interface ErrorPurgeOptions {
@@ -39,6 +40,9 @@ function argChars(args: unknown): number {
   return JSON.stringify(args)?.length ?? 0;
 }
 
+/** A failure is tied to a call of the most recent assistant message; other messages do not close it. */
+const PURGE_PAIRING: PairingRules = { scope: "turn", between: "keep", consume: false };
+
 /**
  * Purge the arguments of cooled-down failed calls.
  * @param messages the stub-replace phase's output
@@ -53,22 +57,19 @@ export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOp
   // Pass 1: which (assistant index, call id) failed, and after which assistant turn.
   const failedAt = new Map<number, Map<string, number>>();
   let turn = 0;
-  let lastAssistant = -1;
-  messages.forEach((m, i) => {
-    if (m.role === "assistant") {
+  walkToolPairs(messages, PURGE_PAIRING, {
+    assistant: () => {
       turn++;
-      lastAssistant = i;
-      return;
-    }
-    if (m.role !== "toolResult" || lastAssistant < 0) return;
-    const source = errorsFrom.length === messages.length ? errorsFrom[i] : m;
-    const failed = m.isError === true || (source.role === "toolResult" && source.toolCallId === m.toolCallId && source.isError === true);
-    if (!failed) return;
-    const opener = messages[lastAssistant] as AssistantMessage;
-    if (!Array.isArray(opener.content) || !opener.content.some((b) => b?.type === "toolCall" && b.id === m.toolCallId)) return;
-    let calls = failedAt.get(lastAssistant);
-    if (!calls) failedAt.set(lastAssistant, (calls = new Map()));
-    calls.set(m.toolCallId, turn);
+    },
+    result: (i, m, opened) => {
+      if (!opened) return;
+      const source = errorsFrom.length === messages.length ? errorsFrom[i] : m;
+      const failed = m.isError === true || (source.role === "toolResult" && source.toolCallId === m.toolCallId && source.isError === true);
+      if (!failed) return;
+      let calls = failedAt.get(opened.assistantIndex);
+      if (!calls) failedAt.set(opened.assistantIndex, (calls = new Map()));
+      calls.set(m.toolCallId, turn);
+    },
   });
   if (failedAt.size === 0) return messages;
   const currentTurn = turn;

@@ -11,6 +11,7 @@
  * later result that reuses it.
  */
 import { createHash } from "node:crypto";
+import { type PairingRules, walkToolPairs } from "../context/vocabulary.js";
 import type { AgentMessage } from "../session/types.js";
 import type { RenderDiagnostic } from "./types.js";
 
@@ -23,30 +24,25 @@ export interface SweepResult {
 
 /** Remove tool results that no open call answers for. */
 export function sweepOrphanToolResults(messages: AgentMessage[]): SweepResult {
-  let open = new Set<string>();
   const sweptIds: string[] = [];
   let out: AgentMessage[] | null = null;
-  messages.forEach((m, i) => {
-    if (m.role === "assistant") {
-      open = new Set();
-      if (Array.isArray(m.content)) {
-        for (const b of m.content) if (b?.type === "toolCall" && typeof b.id === "string") open.add(b.id);
-      }
-    } else if (m.role === "toolResult") {
-      if (open.delete(m.toolCallId)) {
+  walkToolPairs(messages, SWEEP_PAIRING, {
+    assistant: (_i, m) => out?.push(m),
+    other: (_i, m) => out?.push(m),
+    result: (i, m, call) => {
+      if (call) {
         out?.push(m);
         return;
       }
       sweptIds.push(String(m.toolCallId));
       out ??= messages.slice(0, i);
-      return;
-    } else if (open.size > 0) {
-      open = new Set();
-    }
-    out?.push(m);
+    },
   });
   return { messages: out ?? messages, sweptIds };
 }
+
+/** The sweep's pairing: calls of the latest assistant message only, closed by any other message, each answered once. */
+const SWEEP_PAIRING: PairingRules = { scope: "turn", between: "close", consume: true };
 
 const LISTED_IDS = 5;
 

@@ -11,19 +11,7 @@ import { toLlmMessage } from "../context/projection.js";
 import { CUSTOM_TYPES } from "../entries/types.js";
 import type { AgentMessage, Message } from "../session/types.js";
 import { isPurgedArguments } from "./error-purge.js";
-
-const STUB_PREFIXES = ["[Summarized in pruner summary", "[Spilled: "];
-const CHAIN_PREFIX = /^<compressed-chain id="([^"]*)"/;
-
-/** True when a tool result's text is a pruner stub. */
-export function isStubText(text: string): boolean {
-  return STUB_PREFIXES.some((p) => text.startsWith(p));
-}
-
-/** The ref a stub names (`tN`, or a raw id for records without a short ref). */
-export function stubRef(text: string): string | undefined {
-  return /ref `([^`]+)`/.exec(text)?.[1] ?? /context_tree_query\(([^)]+)\)/.exec(text)?.[1];
-}
+import { compressedChainId, isStubText, stubRef } from "../context/vocabulary.js";
 
 function blockText(block: unknown): string {
   const b = block as { type?: string; text?: string; mimeType?: string; data?: string };
@@ -92,12 +80,12 @@ export function formatTranscript(messages: AgentMessage[], c: ChalkInstance): st
       case "user": {
         const text = contentText(m.content);
         const from = origin(original);
-        const chain = CHAIN_PREFIX.exec(text);
+        const chain = compressedChainId(text);
         const tags: string[] = [];
         if (from) tags.push(from.pruner ? c.cyan(`[${from.label}]`) : c.dim(`(${from.label})`));
-        if (chain) tags.push(c.cyan(`[compressed chain ${chain[1]}]`));
+        if (chain !== undefined) tags.push(c.cyan(`[compressed chain ${chain}]`));
         out.push([`${num} ${c.bold.green("user")}`, ...tags].join(" "));
-        out.push(from?.pruner || chain ? c.cyan(text) : text);
+        out.push(from?.pruner || chain !== undefined ? c.cyan(text) : text);
         break;
       }
       case "assistant": {

@@ -100,7 +100,8 @@ let builtinModel: BuiltinLookup | undefined;
  * Must run before {@link registryWindow}.
  */
 export async function loadModelRegistry(): Promise<void> {
-  builtinModel ??= (await import("@earendil-works/pi-ai/providers/all")).getBuiltinModel as unknown as BuiltinLookup;
+  // pi-ai types the lookup by its catalog's literal ids; condense looks up whatever a session names.
+  builtinModel ??= (await import("@earendil-works/pi-ai/providers/all")).getBuiltinModel as BuiltinLookup;
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { detectChains, openSegmentStart } from "../chain/detect.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
-import { occurrenceKey } from "../prune/occurrence-key.js";
+import { resultKeyOf } from "../context/vocabulary.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { ContextMetrics, FrontierData } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
@@ -107,7 +107,7 @@ export function computeContextMetrics(
     if (m.role !== "toolResult" || i <= boundary) continue;
     const r = m as ToolResultMessage;
     if (!afterBoundaryAssistant && excluded.has(r.toolCallId)) continue;
-    if (indexer.isSummarized(occurrenceKey(r.toolCallId, typeof r.timestamp === "number" ? r.timestamp : undefined))) continue;
+    if (indexer.isSummarized(resultKeyOf(r))) continue;
     if (isProtected(r.toolName, callsById.get(r.toolCallId)?.args)) continue;
     gap += tokensOf(m, sizes[i]);
   }

@@ -1,0 +1,160 @@
+/**
+ * The message vocabulary the pruner shares with the extension (seeds/PRUNING.md "Occurrence
+ * Identity", "Stub-replace instead of delete", "Synthetic message format"), each text produced and
+ * parsed side by side:
+ * - occurrence keys: a tool call is named `toolCallId@resultTimestamp` (provider ids recur);
+ * - the stubs that replace pruned tool results, and how to read their ref back;
+ * - the `<compressed-chain>` user message that stands for a compressed chain, and how to find it;
+ * - which tool call a tool result answers: one walker, the rule differences as parameters.
+ */
+import type { ToolCallRecord } from "../entries/types.js";
+import type { AgentMessage, AssistantMessage, ToolCall, ToolResultMessage } from "../session/types.js";
+
+// ---- Occurrence keys
+
+/** `id@resultTimestamp`, or the bare id when there is no result timestamp. */
+export function occurrenceKey(toolCallId: string, resultTimestamp: number | undefined | null): string {
+  return typeof resultTimestamp === "number" ? `${toolCallId}@${resultTimestamp}` : toolCallId;
+}
+
+/** The occurrence key of a tool result: its call id and its own `timestamp` (when a number). */
+export function resultKeyOf(result: Pick<ToolResultMessage, "toolCallId" | "timestamp">): string {
+  return occurrenceKey(result.toolCallId, typeof result.timestamp === "number" ? result.timestamp : undefined);
+}
+
+/** The occurrence key of a record or ref: its call id and result timestamp (bare id without one). */
+export function recordKeyOf(record: { toolCallId: string; resultTimestamp?: number }): string {
+  return occurrenceKey(record.toolCallId, record.resultTimestamp);
+}
+
+/** Split an occurrence key at its last `@` when the suffix is all digits. */
+export function parseOccurrenceKey(key: string): { toolCallId: string; resultTimestamp?: number } {
+  const at = key.lastIndexOf("@");
+  if (at > 0 && /^\d+$/.test(key.slice(at + 1))) {
+    return { toolCallId: key.slice(0, at), resultTimestamp: Number(key.slice(at + 1)) };
+  }
+  return { toolCallId: key };
+}
+
+// ---- Stubs
+
+const STUB_PREFIXES = ["[Summarized in pruner summary", "[Spilled: "];
+
+/** ``[Summarized in pruner summary, ref `tN`. Use context_tree_query to retrieve full output.]`` */
+export function summarizedStub(ref: string): string {
+  return `[Summarized in pruner summary, ref \`${ref}\`. Use context_tree_query to retrieve full output.]`;
+}
+
+/** The stub of a spilled output: tool, size in bytes, head preview, sidecar path and ref. */
+export function spilledStub(record: ToolCallRecord, ref: string): string {
+  return (
+    `[Spilled: ${record.toolName} (${record.spillBytes ?? "?"} bytes). Head preview:\n` +
+    `${record.resultPreview ?? ""}\n` +
+    `Full output: ${record.spillPath}. Use context_tree_query(${ref}) to retrieve.]`
+  );
+}
+
+/** True when a tool result's text is a pruner stub. */
+export function isStubText(text: string): boolean {
+  return STUB_PREFIXES.some((p) => text.startsWith(p));
+}
+
+/** The ref a stub names (`tN`, or a raw id for records without a short ref). */
+export function stubRef(text: string): string | undefined {
+  return /ref `([^`]+)`/.exec(text)?.[1] ?? /context_tree_query\(([^)]+)\)/.exec(text)?.[1];
+}
+
+// ---- The compressed-chain block
+
+/** The synthetic block's text: `<compressed-chain id tools>`, body, relocated protected outputs, closing tag. */
+export function compressedChainText(block: { blockId: string; toolRefs?: string[] }, body: string, protectedOutputs: { tool: string; text: string }[]): string {
+  const relocated = protectedOutputs
+    .map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`)
+    .join("");
+  return `<compressed-chain id="${block.blockId}" tools="${(block.toolRefs ?? []).join(",")}">\n${body}${relocated}\n</compressed-chain>`;
+}
+
+/** The block id of a text that starts with a compressed-chain block, or undefined. */
+export function compressedChainId(text: string): string | undefined {
+  return /^<compressed-chain id="([^"]*)"/.exec(text)?.[1];
+}
+
+/** The text of a user message's first text block (or its string content). */
+export function firstUserText(m: AgentMessage): string | undefined {
+  if (m.role !== "user") return undefined;
+  if (typeof m.content === "string") return m.content;
+  if (!Array.isArray(m.content)) return undefined;
+  const block = m.content.find((b) => b?.type === "text") as { text?: string } | undefined;
+  return block?.text;
+}
+
+/** True for a user message that is a `<compressed-chain>` synthetic block. */
+export function isCompressedChainMessage(m: AgentMessage): boolean {
+  const first = firstUserText(m);
+  return typeof first === "string" && first.trimStart().startsWith("<compressed-chain");
+}
+
+// ---- Which call a result answers
+
+/** The tool calls of an assistant message, in order. */
+export function toolCallsOf(m: AssistantMessage): ToolCall[] {
+  return Array.isArray(m.content) ? m.content.filter((b): b is ToolCall => b?.type === "toolCall") : [];
+}
+
+/**
+ * How a walk pairs tool results with tool calls. Pi, pi-ai and the extension each pair them in
+ * their own way, and condense reproduces each where it reproduces that reader:
+ * - `scope`: `turn` — a result answers a call of the most recent assistant message only (pi-ai,
+ *   the orphan sweep, error purge); `any` — a call of any earlier assistant message of the walk.
+ * - `reuse` (scope `any`): when two assistant messages call the same id, the `first` keeps it, or
+ *   the `latest` takes it over.
+ * - `between`: a message that is neither an assistant message nor a tool result `close`s the open
+ *   calls (the orphan sweep: providers reject a result after one), or the calls stay open (`keep`).
+ * - `consume`: a result uses up its call, so a second result with the same id answers nothing.
+ */
+export interface PairingRules {
+  scope: "turn" | "any";
+  reuse?: "first" | "latest";
+  between: "close" | "keep";
+  consume: boolean;
+}
+
+/** An open call: the assistant message (by index in the walked list) and its block. */
+export interface OpenCall {
+  assistantIndex: number;
+  call: ToolCall;
+}
+
+export interface PairVisitor {
+  assistant?(index: number, message: AssistantMessage): void;
+  /** `call` is the call the result answers under the rules, or undefined (an orphan). */
+  result?(index: number, message: ToolResultMessage, call: OpenCall | undefined): void;
+  other?(index: number, message: AgentMessage): void;
+}
+
+/**
+ * Walk a message list once, telling the visitor which call each tool result answers. Only calls
+ * with a string id open; the first call per id in one message counts.
+ */
+export function walkToolPairs(messages: readonly AgentMessage[], rules: PairingRules, visit: PairVisitor): void {
+  let open = new Map<string, OpenCall>();
+  messages.forEach((m, index) => {
+    if (m.role === "assistant") {
+      if (rules.scope === "turn") open = new Map();
+      const seen = new Set<string>();
+      for (const call of toolCallsOf(m)) {
+        if (typeof call.id !== "string" || seen.has(call.id)) continue;
+        seen.add(call.id);
+        if (rules.scope === "turn" || rules.reuse === "latest" || !open.has(call.id)) open.set(call.id, { assistantIndex: index, call });
+      }
+      visit.assistant?.(index, m);
+    } else if (m.role === "toolResult") {
+      const call = open.get(m.toolCallId);
+      if (call && rules.consume) open.delete(m.toolCallId);
+      visit.result?.(index, m, call);
+    } else {
+      if (rules.between === "close") open = new Map();
+      visit.other?.(index, m);
+    }
+  });
+}
