@@ -50,6 +50,17 @@ export function positiveInt(name: string, value: string | undefined, fallback: n
   return n;
 }
 
+/** The results of the files that succeeded, and the failures with the exit code each asks for. */
+export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): { results: T[]; failures: { session: string; error: string; exitCode: number }[] } {
+  const results: T[] = [];
+  const failures: { session: string; error: string; exitCode: number }[] = [];
+  for (const o of outcomes) {
+    if (o.result !== undefined) results.push(o.result);
+    if (o.error !== undefined) failures.push({ session: o.path, error: o.error, exitCode: o.exitCode ?? 1 });
+  }
+  return { results, failures };
+}
+
 /** A failure as an outcome: CondenseErrors keep their message and code, others are prefixed with the path. */
 export function failureOf(path: string, error: unknown): { error: string; exitCode: number } {
   if (error instanceof CondenseError) return { error: error.message, exitCode: error.exitCode };
@@ -139,7 +150,7 @@ class Progress {
 
   private render(): void {
     if (!this.spinner) return;
-    const head = `${this.label} ${this.done}/${this.total}` + (this.failed ? `, ${this.failed} failed` : "");
+    const head = `${this.label} ${this.done}/${this.total}${this.failed ? `, ${this.failed} failed` : ""}`;
     const current = [...this.active].pop();
     if (!current) {
       this.spinner.text = head;

@@ -15,15 +15,17 @@ const { module, fn, options, files, counter } = workerData as {
   counter: Int32Array;
 };
 
+const port = parentPort;
+if (!port) throw new Error("worker.ts runs only as a worker thread");
 const mod = await import(module);
 const run = mod[fn] as (path: string, options: unknown) => Promise<unknown>;
 if (typeof run !== "function") throw new Error(`worker: ${module} has no function ${fn}`);
 for (let i = Atomics.add(counter, 0, 1); i < files.length; i = Atomics.add(counter, 0, 1)) {
-  parentPort!.postMessage({ type: "start", id: i });
+  port.postMessage({ type: "start", id: i });
   try {
-    parentPort!.postMessage({ type: "result", id: i, result: await run(files[i], options) });
+    port.postMessage({ type: "result", id: i, result: await run(files[i], options) });
   } catch (error) {
-    parentPort!.postMessage({ type: "failure", id: i, ...failureOf(files[i], error) });
+    port.postMessage({ type: "failure", id: i, ...failureOf(files[i], error) });
   }
 }
-parentPort!.postMessage({ type: "done" });
+port.postMessage({ type: "done" });

@@ -10,7 +10,7 @@
  */
 import type { BatchingMode } from "../config/config.js";
 import { applyEdit, buildContextEntries, entryToMessages, latestEdits, textOf, type BranchContext } from "../context/projection.js";
-import type { AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
+import type { AssistantMessage, ContextEditEntry, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { ToolCallIndexer } from "./indexer.js";
 import { occurrenceKey } from "../context/vocabulary.js";
 import type { ProtectionTest } from "./protect.js";
@@ -63,6 +63,94 @@ function isTextOnlyAssistant(m: AssistantMessage): boolean {
   return !Array.isArray(m.content) || !m.content.some((b) => b?.type === "toolCall");
 }
 
+/** A message entry of the branch as the model sees it (a context edit applied), or omitted by one. */
+interface BranchMessage {
+  entry: SessionEntry;
+  role: string;
+  message: unknown;
+  omitted: boolean;
+}
+
+/**
+ * The branch's message entries with the latest context edit applied: a user's edit decides what
+ * the model sees, so capture takes the edited message (and nothing of an omitted one), never the
+ * original text behind a redaction.
+ */
+function branchMessagesEdited(branch: SessionEntry[], edits: Map<string, ContextEditEntry>): BranchMessage[] {
+  const messages: BranchMessage[] = [];
+  for (const entry of branch) {
+    if (entry.type !== "message") continue;
+    const raw = entry.message as { role?: unknown } | undefined;
+    if (!raw || typeof raw.role !== "string") continue;
+    const edit = edits.get(entry.id);
+    const projected = edit ? applyEdit(entryToMessages(entry), edit) : [raw];
+    messages.push({ entry, role: raw.role, message: projected[0] ?? raw, omitted: projected.length === 0 });
+  }
+  return messages;
+}
+
+/** Counts capture reports besides the batches. */
+type Tally = Omit<CaptureResult, "batches">;
+
+/**
+ * The answered, unindexed, unprotected calls of the assistant message at `i`: its results are the
+ * tool results up to the next assistant message, the first per id.
+ */
+function callsOf(messages: BranchMessage[], i: number, indexer: ToolCallIndexer, isProtected: ProtectionTest, tally: Tally): CapturedCall[] {
+  const results = new Map<string, ToolResultMessage>();
+  for (let j = i + 1; j < messages.length && messages[j].role !== "assistant"; j++) {
+    if (messages[j].role !== "toolResult" || messages[j].omitted) continue;
+    const r = messages[j].message as ToolResultMessage;
+    if (typeof r.toolCallId === "string" && !results.has(r.toolCallId)) results.set(r.toolCallId, r);
+  }
+  const assistant = messages[i].message as AssistantMessage;
+  const calls: CapturedCall[] = [];
+  const seenIds = new Set<string>();
+  for (const block of messages[i].omitted || !Array.isArray(assistant.content) ? [] : assistant.content) {
+    if (block?.type !== "toolCall" || typeof block.id !== "string" || !block.id) continue;
+    if (typeof block.name !== "string") continue; // a call without a tool name cannot be described
+    if (seenIds.has(block.id)) continue; // a second call with the same id in one message has no result of its own
+    seenIds.add(block.id);
+    const result = results.get(block.id);
+    if (!result) {
+      tally.unanswered++;
+      continue;
+    }
+    const resultTimestamp = typeof result.timestamp === "number" ? result.timestamp : undefined;
+    const key = occurrenceKey(block.id, resultTimestamp);
+    if (indexer.isSummarized(key)) {
+      tally.alreadyIndexed++;
+      continue;
+    }
+    const args = block.arguments ?? {};
+    if (isProtected(block.name, args)) {
+      tally.protectedCalls++;
+      continue;
+    }
+    calls.push({
+      toolCallId: block.id,
+      toolName: block.name,
+      args,
+      resultText: resultTextOf(result),
+      isError: result.isError === true,
+      ...(resultTimestamp !== undefined ? { resultTimestamp } : {}),
+      key,
+    });
+  }
+  return calls;
+}
+
+/** The text blocks of an assistant message (unless omitted), joined and trimmed. */
+function assistantTextOf(m: BranchMessage): string {
+  const content = (m.message as AssistantMessage).content;
+  const blocks = m.omitted || !Array.isArray(content) ? [] : content;
+  return blocks
+    .filter((b) => b?.type === "text")
+    .map((b) => (b as { text: string }).text)
+    .join("\n")
+    .trim();
+}
+
 /**
  * Capture batches from a branch (root → leaf).
  *
@@ -79,32 +167,15 @@ export function captureBatches(
 ): CaptureResult {
   const contextEntries = context?.entries ?? buildContextEntries(branch);
   const inContext = new Set(contextEntries);
-  // A user's context_edit decides what the model sees: capture the edited message (and nothing of
-  // an omitted one), never the original text behind a redaction.
-  const edits = context?.edits ?? latestEdits(contextEntries);
-  const messages: { entry: SessionEntry; role: string; message: unknown; omitted: boolean }[] = [];
-  for (const entry of branch) {
-    if (entry.type !== "message") continue;
-    const raw = entry.message as { role?: unknown } | undefined;
-    if (!raw || typeof raw.role !== "string") continue;
-    const edit = edits.get(entry.id);
-    const projected = edit ? applyEdit(entryToMessages(entry), edit) : [raw];
-    messages.push({ entry, role: raw.role, message: projected[0] ?? raw, omitted: projected.length === 0 });
-  }
-
+  const messages = branchMessagesEdited(branch, context?.edits ?? latestEdits(contextEntries));
   const raw: Batch[] = [];
+  const tally: Tally = { protectedCalls: 0, alreadyIndexed: 0, unanswered: 0 };
   let turnCounter = 0;
   let userTurnGroup = 0;
   let flushGroup = 0;
-  let protectedCalls = 0;
-  let alreadyIndexed = 0;
-  let unanswered = 0;
   for (let i = 0; i < messages.length; i++) {
     const { entry, role, message } = messages[i];
-    if (role === "user") {
-      userTurnGroup++;
-      continue;
-    }
+    if (role === "user") userTurnGroup++;
     if (role !== "assistant") continue;
     const assistant = message as AssistantMessage;
     const turnIndex = turnCounter++;
@@ -112,64 +183,14 @@ export function captureBatches(
       flushGroup++;
       continue;
     }
-    // Results of this message: up to the next assistant; the first result per id wins.
-    const results = new Map<string, ToolResultMessage>();
-    for (let j = i + 1; j < messages.length && messages[j].role !== "assistant"; j++) {
-      if (messages[j].role !== "toolResult" || messages[j].omitted) continue;
-      const r = messages[j].message as ToolResultMessage;
-      if (typeof r.toolCallId === "string" && !results.has(r.toolCallId)) results.set(r.toolCallId, r);
-    }
-    const calls: CapturedCall[] = [];
-    const seenIds = new Set<string>();
-    const blocks = messages[i].omitted || !Array.isArray(assistant.content) ? [] : assistant.content;
-    for (const block of blocks) {
-      if (block?.type !== "toolCall" || typeof block.id !== "string" || !block.id) continue;
-      if (typeof block.name !== "string") continue; // a call without a tool name cannot be described
-      if (seenIds.has(block.id)) continue; // a second call with the same id in one message has no result of its own
-      seenIds.add(block.id);
-      const result = results.get(block.id);
-      if (!result) {
-        unanswered++;
-        continue;
-      }
-      const resultTimestamp = typeof result.timestamp === "number" ? result.timestamp : undefined;
-      const key = occurrenceKey(block.id, resultTimestamp);
-      if (indexer.isSummarized(key)) {
-        alreadyIndexed++;
-        continue;
-      }
-      const args = block.arguments ?? {};
-      if (isProtected(block.name, args)) {
-        protectedCalls++;
-        continue;
-      }
-      calls.push({
-        toolCallId: block.id,
-        toolName: block.name,
-        args,
-        resultText: resultTextOf(result),
-        isError: result.isError === true,
-        ...(resultTimestamp !== undefined ? { resultTimestamp } : {}),
-        key,
-      });
-    }
+    const calls = callsOf(messages, i, indexer, isProtected, tally);
     if (calls.length === 0 || !inContext.has(entry)) continue;
     const persisted = Date.parse(entry.timestamp);
-    raw.push({
-      turnIndex,
-      timestamp: Number.isNaN(persisted) ? (typeof assistant.timestamp === "number" ? assistant.timestamp : 0) : persisted,
-      assistantText: blocks
-        .filter((b) => b?.type === "text")
-        .map((b) => (b as { text: string }).text)
-        .join("\n")
-        .trim(),
-      calls,
-      userTurnGroup,
-      flushGroup,
-    });
+    const timestamp = Number.isNaN(persisted) ? (typeof assistant.timestamp === "number" ? assistant.timestamp : 0) : persisted;
+    raw.push({ turnIndex, timestamp, assistantText: assistantTextOf(messages[i]), calls, userTurnGroup, flushGroup });
   }
   const trimmed = trimToFrontier(raw, indexer.frontier);
-  return { batches: groupByMode(trimmed, mode), protectedCalls, alreadyIndexed, unanswered };
+  return { batches: groupByMode(trimmed, mode), ...tally };
 }
 
 /**

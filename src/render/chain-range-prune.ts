@@ -31,19 +31,15 @@ function sameSet(a: Set<string>, b: Set<string>): boolean {
   return true;
 }
 
-/**
- * Apply every chain entry of the index to `messages` (the output of the earlier phases).
- * Diagnostics found are pushed onto `diagnostics` (once per kind and key).
- * @returns the same array when nothing changed (also on a second application of the same entries)
- */
-export function applyChainCompressions(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[]): AgentMessage[] {
-  const { indexer, config } = ctx;
-  if (!config.chainCompression.enabled || indexer.chains.size === 0) return messages;
-  const report = (d: RenderDiagnostic) => {
-    if (!diagnostics.some((x) => x.kind === d.kind && x.dedupKey === d.dedupKey)) diagnostics.push(d);
-  };
+type Report = (d: RenderDiagnostic) => void;
 
-  const entries = [...indexer.chains.values()].sort((a, b) => a.startUserTimestamp - b.startUserTimestamp);
+/**
+ * The chain entries that resolve, in message order, without overlap: an entry that does not
+ * resolve, or whose range starts where an accepted one starts or nests inside it, is reported
+ * (`unresolved-range`) and skipped.
+ */
+function acceptRanges(messages: AgentMessage[], ctx: PruneContext, report: Report): Accepted[] {
+  const entries = [...ctx.indexer.chains.values()].sort((a, b) => a.startUserTimestamp - b.startUserTimestamp);
   const resolved: Accepted[] = [];
   const resolveRange = rangeResolver(messages);
   for (const entry of entries) {
@@ -65,92 +61,121 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
     const last = accepted[accepted.length - 1];
     const same = last && last.startIndex === r.startIndex ? last : undefined;
     const outer = last && last.startIndex < r.startIndex && r.startIndex < last.endIndex ? last : undefined;
-    if (same || outer) {
+    const clash = same ?? outer;
+    if (clash) {
       report({
         kind: "unresolved-range",
         dedupKey: `overlap:${r.entry.blockId}`,
         detail: same
-          ? `blockId=${r.entry.blockId} skipped: starts at the message blockId=${same.entry.blockId} already starts at`
-          : `blockId=${r.entry.blockId} skipped: its range nests inside blockId=${outer!.entry.blockId}`,
+          ? `blockId=${r.entry.blockId} skipped: starts at the message blockId=${clash.entry.blockId} already starts at`
+          : `blockId=${r.entry.blockId} skipped: its range nests inside blockId=${clash.entry.blockId}`,
       });
       continue;
     }
     accepted.push(r);
   }
+  return accepted;
+}
+
+/** What the accepted ranges do to the message list. */
+interface Edits {
+  drop: Set<number>;
+  droppedIds: Set<string>;
+  droppedKeys: Set<string>;
+  insertAfter: Map<number, UserMessage>;
+  stripAt: Set<number>;
+}
+
+/** The body of a chain block: its range summary, else the per-batch summaries covering its dropped calls. */
+function chainBody(entry: ChainEntryData, covering: () => ReturnType<typeof summaryLookup>): string {
+  if (typeof entry.rangeSummaryText === "string" && entry.rangeSummaryText !== "") return entry.rangeSummaryText;
+  const keys = Array.isArray(entry.droppedOccurrenceKeys) && entry.droppedOccurrenceKeys.length > 0 ? entry.droppedOccurrenceKeys : undefined;
+  return covering()(keys ?? entry.droppedToolCallIds ?? [], keys === undefined).join("\n\n");
+}
+
+/**
+ * One accepted range: drop its assistant turns, tool results and per-batch summaries, insert the
+ * block after its start (unless a second application finds it there), strip the final reply's
+ * thinking (unless it is the last assistant message), and report ids that drifted.
+ */
+function editRange(messages: AgentMessage[], r: Accepted, c: { edits: Edits; present: Set<string>; lastAssistant: number; ctx: PruneContext; report: Report; covering: () => ReturnType<typeof summaryLookup> }): void {
+  const { entry, startIndex, endIndex } = r;
+  const { drop, droppedIds, droppedKeys } = c.edits;
+  const applied = c.present.has(entry.blockId);
+  const protectedIds = new Set(entry.protectedToolCallIds ?? []);
+  const relocated: { tool: string; text: string }[] = [];
+  const inRange = new Set<string>();
+  for (let i = startIndex + 1; i < endIndex; i++) {
+    const m = messages[i];
+    if (m.role === "assistant") {
+      for (const b of (m as AssistantMessage).content ?? []) if (b?.type === "toolCall" && b.id) inRange.add(b.id);
+      drop.add(i);
+    } else if (m.role === "toolResult") {
+      inRange.add(m.toolCallId);
+      droppedIds.add(m.toolCallId);
+      droppedKeys.add(resultKeyOf(m));
+      if (protectedIds.has(m.toolCallId)) relocated.push({ tool: m.toolName, text: textOf(m.content) });
+      drop.add(i);
+    } else if (isPerBatchSummary(m)) drop.add(i);
+  }
+  for (const id of inRange) droppedIds.add(id);
+  const recorded = new Set(entry.droppedToolCallIds ?? []);
+  if (!(applied && inRange.size === 0) && !sameSet(recorded, inRange)) {
+    c.report({ kind: "range-id-mismatch", dedupKey: entry.blockId, detail: `blockId=${entry.blockId} recorded=${recorded.size} actual=${inRange.size}` });
+  }
+  if (!applied) {
+    const text = compressedChainText(entry, chainBody(entry, c.covering), relocated);
+    c.edits.insertAfter.set(startIndex, { role: "user", content: [{ type: "text", text }], timestamp: entry.compressedAt });
+  }
+  if (c.ctx.config.chainCompression.stripFinalAssistantThinking && endIndex !== c.lastAssistant) {
+    const final = messages[endIndex] as AssistantMessage;
+    const blocks = Array.isArray(final.content) ? final.content : [];
+    if (blocks.some((b) => b?.type === "thinking") && blocks.some((b) => b?.type !== "thinking")) c.edits.stripAt.add(endIndex);
+  }
+}
+
+/** Coverage-based suppression: a per-batch summary anywhere whose refs name a dropped call. */
+function dropCoveringSummaries(messages: AgentMessage[], edits: Edits): void {
+  messages.forEach((m, i) => {
+    if (edits.drop.has(i) || !isPerBatchSummary(m)) return;
+    const covers = readSummaryRefs(m.details).some((r) =>
+      typeof r.resultTimestamp === "number" ? edits.droppedKeys.has(recordKeyOf(r)) : edits.droppedIds.has(r.toolCallId),
+    );
+    if (covers) edits.drop.add(i);
+  });
+}
+
+/**
+ * Apply every chain entry of the index to `messages` (the output of the earlier phases).
+ * Diagnostics found are pushed onto `diagnostics` (once per kind and key).
+ * @returns the same array when nothing changed (also on a second application of the same entries)
+ */
+export function applyChainCompressions(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[]): AgentMessage[] {
+  if (!ctx.config.chainCompression.enabled || ctx.indexer.chains.size === 0) return messages;
+  const report: Report = (d) => {
+    if (!diagnostics.some((x) => x.kind === d.kind && x.dedupKey === d.dedupKey)) diagnostics.push(d);
+  };
+  const accepted = acceptRanges(messages, ctx, report);
   if (accepted.length === 0) return messages;
 
-  const drop = new Set<number>();
-  const droppedIds = new Set<string>();
-  const droppedKeys = new Set<string>();
-  const insertAfter = new Map<number, UserMessage>();
-  const stripAt = new Set<number>();
+  const edits: Edits = { drop: new Set(), droppedIds: new Set(), droppedKeys: new Set(), insertAfter: new Map(), stripAt: new Set() };
   let lastAssistant = -1;
-  messages.forEach((m, i) => {
-    if (m.role === "assistant") lastAssistant = i;
-  });
-
   // Block ids whose synthetic message is already in the input (a second application).
   const present = new Set<string>();
-  for (const m of messages) {
+  messages.forEach((m, i) => {
+    if (m.role === "assistant") lastAssistant = i;
     const id = compressedChainId(firstUserText(m)?.trimStart() ?? "");
     if (id !== undefined) present.add(id);
-  }
-  let covering: ReturnType<typeof summaryLookup> | undefined;
-  for (const { entry, startIndex, endIndex } of accepted) {
-    const applied = present.has(entry.blockId);
-    const protectedIds = new Set(entry.protectedToolCallIds ?? []);
-    const relocated: { tool: string; text: string }[] = [];
-    const inRange = new Set<string>();
-    for (let i = startIndex + 1; i < endIndex; i++) {
-      const m = messages[i];
-      if (m.role === "assistant") {
-        for (const b of (m as AssistantMessage).content ?? []) if (b?.type === "toolCall" && b.id) inRange.add(b.id);
-        drop.add(i);
-      } else if (m.role === "toolResult") {
-        inRange.add(m.toolCallId);
-        droppedIds.add(m.toolCallId);
-        droppedKeys.add(resultKeyOf(m));
-        if (protectedIds.has(m.toolCallId)) relocated.push({ tool: m.toolName, text: textOf(m.content) });
-        drop.add(i);
-      } else if (isPerBatchSummary(m)) drop.add(i);
-    }
-    for (const id of inRange) droppedIds.add(id);
-    const recorded = new Set(entry.droppedToolCallIds ?? []);
-    if (!(applied && inRange.size === 0) && !sameSet(recorded, inRange)) {
-      report({
-        kind: "range-id-mismatch",
-        dedupKey: entry.blockId,
-        detail: `blockId=${entry.blockId} recorded=${recorded.size} actual=${inRange.size}`,
-      });
-    }
-    if (!applied) {
-      let body = typeof entry.rangeSummaryText === "string" && entry.rangeSummaryText !== "" ? entry.rangeSummaryText : undefined;
-      if (body === undefined) {
-        const byKey = Array.isArray(entry.droppedOccurrenceKeys) && entry.droppedOccurrenceKeys.length > 0;
-        body = (covering ??= summaryLookup(indexer))(byKey ? entry.droppedOccurrenceKeys! : (entry.droppedToolCallIds ?? []), !byKey).join("\n\n");
-      }
-      insertAfter.set(startIndex, {
-        role: "user",
-        content: [{ type: "text", text: compressedChainText(entry, body, relocated) }],
-        timestamp: entry.compressedAt,
-      });
-    }
-    if (config.chainCompression.stripFinalAssistantThinking && endIndex !== lastAssistant) {
-      const final = messages[endIndex] as AssistantMessage;
-      const blocks = Array.isArray(final.content) ? final.content : [];
-      if (blocks.some((b) => b?.type === "thinking") && blocks.some((b) => b?.type !== "thinking")) stripAt.add(endIndex);
-    }
-  }
-
-  // Coverage-based suppression: a per-batch summary anywhere whose refs name a dropped call.
-  messages.forEach((m, i) => {
-    if (drop.has(i) || !isPerBatchSummary(m)) return;
-    const covers = readSummaryRefs(m.details).some((r) =>
-      typeof r.resultTimestamp === "number" ? droppedKeys.has(recordKeyOf(r)) : droppedIds.has(r.toolCallId),
-    );
-    if (covers) drop.add(i);
   });
+  let lookup: ReturnType<typeof summaryLookup> | undefined;
+  const covering = () => {
+    lookup ??= summaryLookup(ctx.indexer);
+    return lookup;
+  };
+  for (const r of accepted) editRange(messages, r, { edits, present, lastAssistant, ctx, report, covering });
+  dropCoveringSummaries(messages, edits);
 
+  const { drop, insertAfter, stripAt } = edits;
   if (drop.size === 0 && insertAfter.size === 0 && stripAt.size === 0) return messages;
   const out: AgentMessage[] = [];
   messages.forEach((m, i) => {

@@ -67,7 +67,10 @@ export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOp
       const failed = m.isError === true || (source.role === "toolResult" && source.toolCallId === m.toolCallId && source.isError === true);
       if (!failed) return;
       let calls = failedAt.get(opened.assistantIndex);
-      if (!calls) failedAt.set(opened.assistantIndex, (calls = new Map()));
+      if (!calls) {
+        calls = new Map();
+        failedAt.set(opened.assistantIndex, calls);
+      }
       calls.set(m.toolCallId, turn);
     },
   });

@@ -124,6 +124,58 @@ export function usageFraction(tokens: number, window: number): number {
   return tokens / Math.min(window, MAX_BUDGET_WINDOW);
 }
 
+/** Tool-call ids answered between the assistant entry at `i` and the next assistant message. */
+function answeredAfter(messages: SessionEntry[], i: number): Set<string> {
+  const answered = new Set<string>();
+  for (let j = i + 1; j < messages.length; j++) {
+    const next = messages[j];
+    const r = next.type === "message" ? (next.message as AgentMessage | undefined) : undefined;
+    if (r?.role === "assistant") break;
+    if (r?.role === "toolResult" && typeof (r as ToolResultMessage).toolCallId === "string") answered.add((r as ToolResultMessage).toolCallId);
+  }
+  return answered;
+}
+
+/** The window of a turn's model: `--context-window`, else the registry's, else unknown. */
+function windowFor(m: AssistantMessage, options: BudgetOptions, windowOf: NonNullable<BudgetOptions["windowOf"]>): Pick<BudgetRow, "window" | "windowFrom"> {
+  if (options.contextWindow !== undefined) return { window: options.contextWindow, windowFrom: "override" };
+  const window = m.provider && m.model ? (windowOf(m.provider, m.model) ?? null) : null;
+  return { window, windowFrom: window !== null ? "registry" : "unknown" };
+}
+
+/** Fill in whether budget and delta fire on an evaluated row; returns the fraction to compare the next turn with. */
+function evaluate(row: BudgetRow, previousFraction: number | null, delta: number | null): number | null {
+  if (row.tokens === null) row.note = "no usage since the last compaction";
+  else if (row.window === null) row.note = row.model ? `unknown model ${row.model}` : "no model recorded";
+  row.budgetFires = row.level !== null && row.tokens !== null && row.tokens >= row.level;
+  if (row.fraction !== null && previousFraction !== null) {
+    row.delta = row.fraction - previousFraction;
+    row.deltaFires = delta !== null && row.delta >= delta;
+  } else if (row.fraction !== null && previousFraction === null && !row.note) {
+    row.note = "first turn with a fraction: the delta cannot fire";
+  }
+  row.trigger = row.budgetFires ? "budget" : row.deltaFires ? "delta" : "none";
+  return row.fraction !== null ? row.fraction : previousFraction;
+}
+
+function summaryOf(rows: BudgetRow[], toolTurns: number, unknown: Set<string>): BudgetReport["summary"] {
+  const fired = rows.filter((r) => r.trigger !== "none");
+  let peak: BudgetRow | null = null;
+  for (const r of rows) if (r.tokens !== null && (peak === null || r.tokens > (peak.tokens ?? -1))) peak = r;
+  const first = fired[0];
+  return {
+    toolTurns,
+    evaluatedTurns: rows.filter((r) => r.evaluated).length,
+    flushes: fired.length,
+    budgetFlushes: fired.filter((r) => r.trigger === "budget").length,
+    deltaFlushes: fired.filter((r) => r.trigger === "delta").length,
+    firstFlush: first ? { turn: first.turn, turnIndex: first.turnIndex, entryId: first.entryId, line: first.line, trigger: first.trigger } : null,
+    peakTokens: peak?.tokens ?? null,
+    peakTurn: peak?.turn ?? null,
+    unknownModels: [...unknown],
+  };
+}
+
 /**
  * Replay the budget triggers over a branch (root → leaf, not compaction-aware: every turn that
  * happened, in order).
@@ -147,36 +199,18 @@ export function replayBudget(branch: SessionEntry[], options: BudgetOptions): Bu
       continue;
     }
     const m = entry.message as AssistantMessage | undefined;
-    if (!m || m.role !== "assistant") continue;
+    if (m?.role !== "assistant") continue;
     assistantOrdinal++;
     const own = hasValidUsage(m) ? usageTokens(m.usage) : null;
     if (own !== null) lastTokens = own;
     const calls = Array.isArray(m.content) ? m.content.filter((b) => b?.type === "toolCall") : [];
     if (calls.length === 0) continue;
     toolTurns++;
-
-    // Results of this turn: up to the next assistant message.
-    const answered = new Set<string>();
-    for (let j = i + 1; j < messages.length; j++) {
-      const next = messages[j];
-      const r = next.type === "message" ? (next.message as AgentMessage | undefined) : undefined;
-      if (r?.role === "assistant") break;
-      if (r?.role === "toolResult" && typeof (r as ToolResultMessage).toolCallId === "string") answered.add((r as ToolResultMessage).toolCallId);
-    }
+    const answered = answeredAfter(messages, i);
     const queued = calls.some((c) => answered.has(c.id) && !options.isProtected(c.name, c.arguments));
-
     const model = m.provider || m.model ? `${m.provider ?? "?"}/${m.model ?? "?"}` : null;
-    let window: number | null = null;
-    let windowFrom: BudgetRow["windowFrom"] = "unknown";
-    if (options.contextWindow !== undefined) {
-      window = options.contextWindow;
-      windowFrom = "override";
-    } else if (m.provider && m.model) {
-      window = windowOf(m.provider, m.model) ?? null;
-      if (window !== null) windowFrom = "registry";
-    }
+    const { window, windowFrom } = windowFor(m, options, windowOf);
     if (window === null && model) unknown.add(model);
-
     const tokens = lastTokens;
     const row: BudgetRow = {
       turn: toolTurns,
@@ -196,45 +230,9 @@ export function replayBudget(branch: SessionEntry[], options: BudgetOptions): Bu
       trigger: "none",
       evaluated: queued,
     };
-    if (!queued) {
-      row.note = "nothing queued (calls unanswered or protected)";
-      rows.push(row);
-      continue;
-    }
-    if (tokens === null) row.note = "no usage since the last compaction";
-    else if (window === null) row.note = model ? `unknown model ${model}` : "no model recorded";
-
-    row.budgetFires = row.level !== null && tokens !== null && tokens >= row.level;
-    if (row.fraction !== null && previousFraction !== null) {
-      row.delta = row.fraction - previousFraction;
-      row.deltaFires = delta !== null && row.delta >= delta;
-    } else if (row.fraction !== null && previousFraction === null && !row.note) {
-      row.note = "first turn with a fraction: the delta cannot fire";
-    }
-    if (row.fraction !== null) previousFraction = row.fraction;
-    row.trigger = row.budgetFires ? "budget" : row.deltaFires ? "delta" : "none";
+    if (queued) previousFraction = evaluate(row, previousFraction, delta);
+    else row.note = "nothing queued (calls unanswered or protected)";
     rows.push(row);
   }
-
-  const fired = rows.filter((r) => r.trigger !== "none");
-  let peak: BudgetRow | null = null;
-  for (const r of rows) if (r.tokens !== null && (peak === null || r.tokens > (peak.tokens ?? -1))) peak = r;
-  const first = fired[0];
-  return {
-    threshold,
-    delta,
-    maxBudgetWindow: MAX_BUDGET_WINDOW,
-    rows,
-    summary: {
-      toolTurns,
-      evaluatedTurns: rows.filter((r) => r.evaluated).length,
-      flushes: fired.length,
-      budgetFlushes: fired.filter((r) => r.trigger === "budget").length,
-      deltaFlushes: fired.filter((r) => r.trigger === "delta").length,
-      firstFlush: first ? { turn: first.turn, turnIndex: first.turnIndex, entryId: first.entryId, line: first.line, trigger: first.trigger } : null,
-      peakTokens: peak?.tokens ?? null,
-      peakTurn: peak?.turn ?? null,
-      unknownModels: [...unknown],
-    },
-  };
+  return { threshold, delta, maxBudgetWindow: MAX_BUDGET_WINDOW, rows, summary: summaryOf(rows, toolTurns, unknown) };
 }

@@ -72,24 +72,47 @@ export function computeContextMetrics(
     if (sum > largest) largest = sum;
   }
 
-  let boundary = -1;
+  const gap = frontierGap(messages, frontier, indexer, isProtected, (i) => tokensOf(messages[i], sizes[i]));
+
+  return {
+    // Summed first, rounded once (chars/4); other tokenizers count the concatenated blocks.
+    openCycleThinkingTokens: tokenizer.fromChars ? tokenizer.fromChars(thinkingChars) : tokenizer.count(thinking.map(json).join("")),
+    largestChainSharePct: total > 0 ? Math.round((100 * largest) / total) : 0,
+    frontierGapTokens: gap,
+  };
+}
+
+/**
+ * Where the frontier sits: the index of the assistant whose 0-based assistant ordinal is the
+ * frontier's turn, if it carries the frontier call, and the ids of its calls up to that one.
+ */
+function frontierAnchor(messages: AgentMessage[], frontier: FrontierData | null): { boundary: number; excluded: Set<string> } {
   const excluded = new Set<string>();
-  if (frontier) {
-    let ordinal = -1;
-    for (let i = 0; i < messages.length; i++) {
-      const m = messages[i];
-      if (m.role !== "assistant") continue;
-      ordinal++;
-      if (ordinal !== frontier.lastAttemptedTurnIndex) continue;
-      const blocks = Array.isArray(m.content) ? m.content : [];
-      const k = blocks.findIndex((b) => b?.type === "toolCall" && b.id === frontier.lastAttemptedToolCallId);
-      if (k >= 0) {
-        boundary = i;
-        for (const b of blocks.slice(0, k + 1)) if (b?.type === "toolCall") excluded.add(b.id);
-      }
-      break;
-    }
+  if (!frontier) return { boundary: -1, excluded };
+  let ordinal = -1;
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (m.role !== "assistant") continue;
+    ordinal++;
+    if (ordinal !== frontier.lastAttemptedTurnIndex) continue;
+    const blocks = Array.isArray(m.content) ? m.content : [];
+    const k = blocks.findIndex((b) => b?.type === "toolCall" && b.id === frontier.lastAttemptedToolCallId);
+    if (k < 0) return { boundary: -1, excluded };
+    for (const b of blocks.slice(0, k + 1)) if (b?.type === "toolCall") excluded.add(b.id);
+    return { boundary: i, excluded };
   }
+  return { boundary: -1, excluded };
+}
+
+/** Tokens of the tool results past the frontier that are neither indexed nor protected. */
+function frontierGap(
+  messages: AgentMessage[],
+  frontier: FrontierData | null,
+  indexer: Pick<ToolCallIndexer, "isSummarized">,
+  isProtected: ProtectionTest,
+  tokensAt: (index: number) => number,
+): number {
+  const { boundary, excluded } = frontierAnchor(messages, frontier);
   let gap = 0;
   // Arguments of each call id as carried by the nearest preceding assistant that has it.
   const callsById = new Map<string, { name: string; args: unknown }>();
@@ -109,15 +132,9 @@ export function computeContextMetrics(
     if (!afterBoundaryAssistant && excluded.has(r.toolCallId)) continue;
     if (indexer.isSummarized(resultKeyOf(r))) continue;
     if (isProtected(r.toolName, callsById.get(r.toolCallId)?.args)) continue;
-    gap += tokensOf(m, sizes[i]);
+    gap += tokensAt(i);
   }
-
-  return {
-    // Summed first, rounded once (chars/4); other tokenizers count the concatenated blocks.
-    openCycleThinkingTokens: tokenizer.fromChars ? tokenizer.fromChars(thinkingChars) : tokenizer.count(thinking.map(json).join("")),
-    largestChainSharePct: total > 0 ? Math.round((100 * largest) / total) : 0,
-    frontierGapTokens: gap,
-  };
+  return gap;
 }
 
 /**

@@ -85,70 +85,8 @@ export function findDiagnostics(
   branch: SessionEntry[],
   lineOf: LineOf,
 ): Diagnostics {
-  const orphan = new Collector();
-  const unanswered = new Collector();
-  const duplicate = new Collector();
-  const reused = new Collector();
-  const split = new Collector();
+  const found = scanPairs(items, lineOf);
   const unresolved = new Collector();
-  const images = new Collector();
-
-  const calledBefore = new Set<string>();
-  // The most recent assistant message's calls, and which of them got a result.
-  let current: { entry: SessionEntry; calls: string[]; answered: Set<string> } | null = null;
-  // Barriers seen since that assistant message; each is counted once, when a result crosses it.
-  let barriers: { entry: SessionEntry; counted: boolean; describe: string }[] = [];
-
-  const closeTurn = () => {
-    if (current) for (const id of current.calls) if (!current.answered.has(id)) unanswered.add(current.entry, lineOf, id);
-    current = null;
-    barriers = [];
-  };
-
-  for (const { message: agentMessage, entry } of items) {
-    const message = toLlmMessage(agentMessage);
-    if (!message) continue;
-    const content = (message as { content?: unknown }).content;
-    if (Array.isArray(content)) {
-      for (const b of content) if (b?.type === "image") images.add(entry, lineOf, `${message.role} image ${b.mimeType ?? "?"}`);
-    }
-    if (message.role === "assistant") {
-      closeTurn();
-      const calls: string[] = [];
-      const inMessage = new Set<string>();
-      for (const b of Array.isArray(content) ? content : []) {
-        if (b?.type !== "toolCall" || typeof b.id !== "string") continue;
-        if (inMessage.has(b.id)) {
-          duplicate.add(entry, lineOf, b.id);
-          continue;
-        }
-        inMessage.add(b.id);
-        calls.push(b.id);
-        if (calledBefore.has(b.id)) reused.add(entry, lineOf, b.id);
-      }
-      for (const id of inMessage) calledBefore.add(id);
-      current = { entry, calls, answered: new Set() };
-      continue;
-    }
-    if (message.role === "toolResult") {
-      const id = message.toolCallId;
-      if (!current || !current.calls.includes(id) || current.answered.has(id)) {
-        orphan.add(entry, lineOf, current?.answered.has(id) ? `${id} (answered twice)` : id);
-        continue;
-      }
-      current.answered.add(id);
-      for (const b of barriers) {
-        if (b.counted) continue;
-        b.counted = true;
-        split.add(b.entry, lineOf, `${b.describe} between call ${id} and its result`);
-      }
-      continue;
-    }
-    // Any other message is a barrier between the calls of `current` and later results.
-    if (current) barriers.push({ entry, counted: false, describe: `${agentMessage.role} message` });
-  }
-  closeTurn();
-
   for (const d of renderDiagnostics) {
     if (d.kind !== "unresolved-range") continue;
     const blockId = d.dedupKey.replace(/^overlap:/, "");
@@ -159,16 +97,90 @@ export function findDiagnostics(
       if (unresolved.places.length < MAX_PLACES) unresolved.places.push({ entryId: "", line: null, detail: d.detail });
     }
   }
-
   return {
-    orphanResults: orphan.finding(),
-    unansweredCalls: unanswered.finding(),
-    duplicateIdsInMessage: duplicate.finding(),
-    reusedIds: reused.finding(),
-    splitCallResult: split.finding(),
+    orphanResults: found.orphan.finding(),
+    unansweredCalls: found.unanswered.finding(),
+    duplicateIdsInMessage: found.duplicate.finding(),
+    reusedIds: found.reused.finding(),
+    splitCallResult: found.split.finding(),
     unresolvedRanges: unresolved.finding(),
-    images: images.finding(),
+    images: found.images.finding(),
   };
+}
+
+/** Walk the converted messages once, pairing results with the calls of the most recent assistant message. */
+function scanPairs(items: ContextItem[], lineOf: LineOf) {
+  const found = {
+    orphan: new Collector(),
+    unanswered: new Collector(),
+    duplicate: new Collector(),
+    reused: new Collector(),
+    split: new Collector(),
+    images: new Collector(),
+  };
+  const calledBefore = new Set<string>();
+  // The most recent assistant message's calls, and which of them got a result.
+  let current: { entry: SessionEntry; calls: string[]; answered: Set<string> } | null = null;
+  // Barriers seen since that assistant message; each is counted once, when a result crosses it.
+  let barriers: { entry: SessionEntry; counted: boolean; describe: string }[] = [];
+  const closeTurn = () => {
+    if (current) for (const id of current.calls) if (!current.answered.has(id)) found.unanswered.add(current.entry, lineOf, id);
+    current = null;
+    barriers = [];
+  };
+  for (const { message: agentMessage, entry } of items) {
+    const message = toLlmMessage(agentMessage);
+    if (!message) continue;
+    const content = (message as { content?: unknown }).content;
+    if (Array.isArray(content)) {
+      for (const b of content) if (b?.type === "image") found.images.add(entry, lineOf, `${message.role} image ${b.mimeType ?? "?"}`);
+    }
+    if (message.role === "assistant") {
+      closeTurn();
+      current = { entry, calls: assistantCalls(content, entry, lineOf, found, calledBefore), answered: new Set() };
+    } else if (message.role === "toolResult") {
+      const id = message.toolCallId;
+      if (!current?.calls.includes(id) || current.answered.has(id)) {
+        found.orphan.add(entry, lineOf, current?.answered.has(id) ? `${id} (answered twice)` : id);
+        continue;
+      }
+      current.answered.add(id);
+      for (const b of barriers) {
+        if (b.counted) continue;
+        b.counted = true;
+        found.split.add(b.entry, lineOf, `${b.describe} between call ${id} and its result`);
+      }
+    } else if (current) {
+      // Any other message is a barrier between the calls of `current` and later results.
+      barriers.push({ entry, counted: false, describe: `${agentMessage.role} message` });
+    }
+  }
+  closeTurn();
+  return found;
+}
+
+/** The call ids an assistant message opens (first use of each), noting duplicate and reused ids. */
+function assistantCalls(
+  content: unknown,
+  entry: SessionEntry,
+  lineOf: LineOf,
+  found: { duplicate: Collector; reused: Collector },
+  calledBefore: Set<string>,
+): string[] {
+  const calls: string[] = [];
+  const inMessage = new Set<string>();
+  for (const b of Array.isArray(content) ? content : []) {
+    if (b?.type !== "toolCall" || typeof b.id !== "string") continue;
+    if (inMessage.has(b.id)) {
+      found.duplicate.add(entry, lineOf, b.id);
+      continue;
+    }
+    inMessage.add(b.id);
+    calls.push(b.id);
+    if (calledBefore.has(b.id)) found.reused.add(entry, lineOf, b.id);
+  }
+  for (const id of inMessage) calledBefore.add(id);
+  return calls;
 }
 
 /** Sum of the fault counts (everything but images). */

@@ -127,19 +127,8 @@ export interface MetricsInput {
   rendered: Rendered;
 }
 
-/**
- * Compute the metrics of one loaded session.
- * @param view the session, its index, projection and render (under the pruning configuration)
- * @param tokenizer token estimate for every "tokens" figure (default chars/4)
- */
-export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer = CHARS4): SessionMetrics {
-  const { session, branch, indexer } = view;
-  const where = (e: SessionEntry) => lineOf(session, e);
-  // Messages shared by the branch, the context before and the context after are serialized once.
-  const lengthOf = jsonLengthMemo();
-
-  const entryTypes: Record<string, number> = {};
-  for (const e of session.entries) entryTypes[e.type] = (entryTypes[e.type] ?? 0) + 1;
+/** Message entries of the branch by role, tool calls and results, and the last usage Pi trusts. */
+function branchCounts(branch: SessionEntry[]) {
   const roles: Record<string, number> = {};
   let toolCalls = 0;
   let toolResults = 0;
@@ -155,18 +144,68 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
     }
     if (role === "toolResult") toolResults++;
   }
+  return { roles, toolCalls, toolResults, lastUsage };
+}
 
+function reportedUsageOf(last: { entry: SessionEntry; m: AssistantMessage } | null, line: number | null): ReportedUsage | null {
+  const u = last?.m.usage as Partial<Record<string, number>> | undefined;
+  if (!last || !u) return null;
+  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
+  return {
+    entryId: last.entry.id,
+    line,
+    model: last.m.provider || last.m.model ? `${last.m.provider ?? "?"}/${last.m.model ?? "?"}` : null,
+    input: num(u.input),
+    output: num(u.output),
+    cacheRead: num(u.cacheRead),
+    cacheWrite: num(u.cacheWrite),
+    totalTokens: num(u.totalTokens),
+    tokens: usageTokens(u),
+  };
+}
+
+function indexSummary(indexer: ToolCallIndexer): SessionMetrics["index"] {
+  let spills = 0;
+  for (const r of indexer.records.values()) if (r.spillPath) spills++;
+  return {
+    records: indexer.records.size,
+    summaries: indexer.summaries.length,
+    aliases: indexer.dedupAliasToOriginal.size,
+    spills,
+    chains: indexer.chains.size,
+    refs: indexer.shortRefToKey.size,
+    frontier: indexer.frontier
+      ? { toolCallId: indexer.frontier.lastAttemptedToolCallId, turnIndex: indexer.frontier.lastAttemptedTurnIndex, outcome: indexer.frontier.outcome }
+      : null,
+    summarizer: {
+      calls: indexer.stats.callCount,
+      inputTokens: indexer.stats.totalInputTokens,
+      outputTokens: indexer.stats.totalOutputTokens,
+      cost: indexer.stats.totalCost,
+    },
+    chainsCompressed: indexer.stats.chainsCompressed,
+    rangesSummarized: indexer.stats.rangesSummarized,
+  };
+}
+
+/**
+ * Compute the metrics of one loaded session.
+ * @param view the session, its index, projection and render (under the pruning configuration)
+ * @param tokenizer token estimate for every "tokens" figure (default chars/4)
+ */
+export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer = CHARS4): SessionMetrics {
+  const { session, branch, indexer } = view;
+  const where = (e: SessionEntry) => lineOf(session, e);
+  // Messages shared by the branch, the context before and the context after are serialized once.
+  const lengthOf = jsonLengthMemo();
+  const entryTypes: Record<string, number> = {};
+  for (const e of session.entries) entryTypes[e.type] = (entryTypes[e.type] ?? 0) + 1;
+  const { roles, toolCalls, toolResults, lastUsage } = branchCounts(branch);
   const health = computeContextMetrics(view.branchMessages, indexer.frontier, indexer, view.isProtected, tokenizer, lengthOf);
   const rendered = view.rendered;
   const before = sizeOf(rendered.before, tokenizer, lengthOf);
   const after = sizeOf(rendered.after, tokenizer, lengthOf);
   const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where);
-
-  let spills = 0;
-  for (const r of indexer.records.values()) if (r.spillPath) spills++;
-  const u = lastUsage?.m.usage as Partial<Record<string, number>> | undefined;
-  const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-
   return {
     session: session.path,
     id: session.id,
@@ -184,43 +223,8 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
       reclaimedTokens: before.tokens - after.tokens,
       reclaimedPct: before.tokens > 0 ? Math.round((100 * (before.tokens - after.tokens)) / before.tokens) : 0,
     },
-    reportedUsage:
-      lastUsage && u
-        ? {
-            entryId: lastUsage.entry.id,
-            line: where(lastUsage.entry),
-            model: lastUsage.m.provider || lastUsage.m.model ? `${lastUsage.m.provider ?? "?"}/${lastUsage.m.model ?? "?"}` : null,
-            input: num(u.input),
-            output: num(u.output),
-            cacheRead: num(u.cacheRead),
-            cacheWrite: num(u.cacheWrite),
-            totalTokens: num(u.totalTokens),
-            tokens: usageTokens(u),
-          }
-        : null,
-    index: {
-      records: indexer.records.size,
-      summaries: indexer.summaries.length,
-      aliases: indexer.dedupAliasToOriginal.size,
-      spills,
-      chains: indexer.chains.size,
-      refs: indexer.shortRefToKey.size,
-      frontier: indexer.frontier
-        ? {
-            toolCallId: indexer.frontier.lastAttemptedToolCallId,
-            turnIndex: indexer.frontier.lastAttemptedTurnIndex,
-            outcome: indexer.frontier.outcome,
-          }
-        : null,
-      summarizer: {
-        calls: indexer.stats.callCount,
-        inputTokens: indexer.stats.totalInputTokens,
-        outputTokens: indexer.stats.totalOutputTokens,
-        cost: indexer.stats.totalCost,
-      },
-      chainsCompressed: indexer.stats.chainsCompressed,
-      rangesSummarized: indexer.stats.rangesSummarized,
-    },
+    reportedUsage: reportedUsageOf(lastUsage, lastUsage ? where(lastUsage.entry) : null),
+    index: indexSummary(indexer),
     diagnostics,
     diagnosticFaults: faultCount(diagnostics),
     warnings: [],

@@ -243,11 +243,10 @@ class LineParser {
 /** True when the text splits at a `}{` boundary into two parseable JSON objects. */
 function looksGlued(text: string): boolean {
   const re = /\}\s*\{/g;
-  let m: RegExpExecArray | null;
   // Tool output full of `}{` (Go's struct{}{}, minified code) would make trying every boundary
   // quadratic; glued lines in practice split at one of the first boundaries that closes an object.
   let attempts = 0;
-  while ((m = re.exec(text)) !== null && attempts++ < 8) {
+  for (let m = re.exec(text); m !== null && attempts++ < 8; m = re.exec(text)) {
     const cut = m.index + 1;
     try {
       JSON.parse(text.slice(0, cut));

@@ -85,7 +85,7 @@ function parseTemplate(value: string): Part[] {
     } else if (next === "{") {
       const end = value.indexOf("}", dollar + 2);
       const name = end < 0 ? "" : value.slice(dollar + 2, end);
-      if (end >= 0 && NAME.test(name) && NAME.exec(name)![0] === name) {
+      if (end >= 0 && NAME.exec(name)?.[0] === name) {
         parts.push({ env: name });
         i = end + 1;
       } else if (end >= 0) {
@@ -153,7 +153,7 @@ export function resolveConfigValue(value: string, context: ValueContext): string
   if (missing.length > 0) {
     throw new UsageError(`${context.description}: environment variable${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not set`);
   }
-  return parts.map((p) => ("env" in p ? lookup(p.env)! : p.text)).join("");
+  return parts.map((p) => ("env" in p ? (lookup(p.env) ?? "") : p.text)).join("");
 }
 
 /** Resolve every header value like an API key. */

@@ -44,9 +44,10 @@ export function keyArgument(args: unknown): string | undefined {
     return typeof v === "string" && v.trim() !== "" ? v.split("\n")[0].trim() : undefined;
   };
   const primary = KEY_ARGS.find((name) => str(name) !== undefined);
-  if (primary) {
+  const value = primary === undefined ? undefined : str(primary);
+  if (primary !== undefined && value !== undefined) {
     const where = SEARCH_ARGS.has(primary) ? PATH_ARGS.map(str).find((v) => v !== undefined) : undefined;
-    return crop(where ? `${str(primary)} in ${where}` : str(primary)!, MAX_ARG_CHARS);
+    return crop(where ? `${value} in ${where}` : value, MAX_ARG_CHARS);
   }
   const first = Object.values(a).find((v) => typeof v === "string" && v.trim() !== "") as string | undefined;
   return first ? crop(first.split("\n")[0].trim(), MAX_ARG_CHARS) : undefined;

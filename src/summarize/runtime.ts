@@ -31,7 +31,13 @@ const API_MODULES: Record<string, () => Promise<ApiModule>> = {
 function memoizedApi(load: () => Promise<ApiModule>): ProviderStreams {
   let module: ApiModule | undefined;
   let loading: Promise<ApiModule> | undefined;
-  const get = () => (loading ??= load().then((m) => (module = m)));
+  const get = (): Promise<ApiModule> => {
+    loading ??= load().then((m) => {
+      module = m;
+      return m;
+    });
+    return loading;
+  };
   return {
     stream: (model, context, options) => (module ? module.stream(model, context, options) : lazyStream(model, async () => (await get()).stream(model, context, options), undefined, options?.signal)),
     streamSimple: (model, context, options) =>
@@ -46,7 +52,10 @@ const API_IMPLEMENTATIONS: Record<string, () => ProviderStreams> = {
       api,
       () => {
         let streams = memoized.get(api);
-        if (!streams) memoized.set(api, (streams = memoizedApi(load)));
+        if (!streams) {
+          streams = memoizedApi(load);
+          memoized.set(api, streams);
+        }
         return streams;
       },
     ]),
@@ -67,7 +76,7 @@ export interface RuntimeModel {
 
 function streamsFor(entry: RuntimeModel): ProviderStreams {
   const base = entry.builtin;
-  if (base && base.getModels().some((m) => m.api === entry.model.api)) return base;
+  if (base?.getModels().some((m) => m.api === entry.model.api)) return base;
   const make = API_IMPLEMENTATIONS[entry.model.api];
   if (!make) {
     throw new UsageError(

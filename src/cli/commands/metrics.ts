@@ -15,7 +15,7 @@ import type { SessionMetrics } from "../../report/session-metrics.js";
 import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
+import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
 import { displayNames, Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
@@ -89,8 +89,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
       fn: "metricsTask",
       options: taskOptions,
     });
-    const rows = outcomes.filter((o) => o.result).map((o) => o.result!);
-    const failures = outcomes.filter((o) => o.error).map((o) => ({ session: o.path, error: o.error!, exitCode: o.exitCode ?? 1 }));
+    const { results: rows, failures } = splitOutcomes(outcomes);
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));
     if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
     else if (crossed.length > 0) exit.code = 3;

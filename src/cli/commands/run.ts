@@ -11,7 +11,7 @@ import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
-import { defaultJobs, forEachSession, positiveInt } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { displayNames, Output } from "../output.js";
 
@@ -78,14 +78,13 @@ export function registerRun(program: Command, exit: ExitState): void {
       output: options.output,
       signal: interrupt.signal,
     };
-    let outcomes;
+    let outcomes: FileOutcome<RunFileResult>[];
     try {
       outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)));
     } finally {
       process.off("SIGINT", onSigint);
     }
-    const results = outcomes.filter((o) => o.result).map((o) => o.result!);
-    const failures = outcomes.filter((o) => o.error).map((o) => ({ session: o.path, error: o.error!, exitCode: o.exitCode ?? 1 }));
+    const { results, failures } = splitOutcomes(outcomes);
     if (failures.length > 0) {
       // A single unusable input is a usage error (2); with several files, any failure is exit 1.
       exit.code = files.length === 1 ? failures[0].exitCode : 1;
