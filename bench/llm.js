@@ -22,7 +22,12 @@ import { startFakeLlmServer } from "../test/fake-llm-server.mjs";
 if (process.argv[2] === "--serve") {
   const delayMs = Number(process.argv[3]);
   let count = 0;
-  const server = await startFakeLlmServer({ plan: () => (count++, { delayMs }) });
+  const server = await startFakeLlmServer({
+    plan: () => {
+      count++;
+      return { delayMs };
+    },
+  });
   process.on("message", async (m) => {
     if (m === "count") process.send({ count });
     if (m === "reset") count = 0;

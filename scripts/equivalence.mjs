@@ -78,7 +78,7 @@ function needsMigration(file) {
   const first = readFileSync(file, "utf8").split("\n").find((l) => l.trim() !== "");
   try {
     const header = JSON.parse(first);
-    if (!header || header.type !== "session") return false;
+    if (header?.type !== "session") return false;
     const version = Number(header.version ?? 1);
     return !Number.isNaN(version) && version < 3;
   } catch {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { runCli as captureCli } from "./cli-harness.js";
 import { loadSession, type Session } from "../src/session/session.js";
-import type { SessionEntry } from "../src/session/types.js";
+import { type LooseEntry, loose } from "./helpers.js";
 
 export const FIXTURES = path.resolve(__dirname, "../fixtures");
 export const SHARED_SESSIONS = path.resolve(__dirname, "../../shared/sessions");
@@ -45,7 +45,7 @@ export interface RunOutcome {
   before: Session;
   after: Session;
   /** Entries the run appended, in file order. */
-  appended: SessionEntry[];
+  appended: LooseEntry[];
   code: number;
 }
 
@@ -55,12 +55,12 @@ export async function runFixture(name: string, extra: string[] = []): Promise<Ru
   const before = await loadSession(file);
   const code = await runCli(["run", file, "--quiet", ...extra]);
   const after = await loadSession(file);
-  return { path: file, before, after, appended: after.entries.slice(before.entries.length), code };
+  return { path: file, before, after, appended: loose(after.entries.slice(before.entries.length)), code };
 }
 
 /** The `data` of appended custom entries of one customType. */
-export function dataOf(entries: SessionEntry[], customType: string): unknown[] {
-  return entries.filter((e) => e.customType === customType).map((e) => e.data);
+export function dataOf(entries: object[], customType: string): unknown[] {
+  return loose(entries).filter((e) => e.customType === customType).map((e) => e.data);
 }
 
 /** Text of the first text block of a message (or its string content). */

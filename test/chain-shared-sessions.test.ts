@@ -36,7 +36,7 @@ afterAll(() => {
 type TransformMessages = (messages: Message[], model: unknown) => Message[];
 async function piTransform(): Promise<TransformMessages> {
   const url = pathToFileURL(path.resolve(__dirname, "../node_modules/@earendil-works/pi-ai/dist/api/transform-messages.js")).href;
-  // @ts-ignore -- a computed specifier: pi-ai does not export this module by name
+  // a computed specifier: pi-ai does not export this module by name
   return (await import(/* @vite-ignore */ url)).transformMessages as TransformMessages;
 }
 const MODEL = { provider: "none", api: "none", id: "none", input: ["text", "image"] };

@@ -16,14 +16,13 @@ const PI_CORE = path.join(REPO_ROOT, "node_modules/@earendil-works/pi-coding-age
 /** Pi 1.6's SessionManager module (session-manager.js), loaded by file URL. */
 export async function importPiSessionManager(): Promise<any> {
   const url = pathToFileURL(path.join(PI_CORE, "session-manager.js")).href;
-  // @ts-ignore -- a computed specifier so TypeScript does not try to resolve the package
+  // a computed specifier, so TypeScript does not try to resolve the package
   return await import(/* @vite-ignore */ url);
 }
 
 /** Pi 1.6's messages module (messages.js: convertToLlm and friends), loaded by file URL. */
 export async function importPiMessages(): Promise<any> {
   const url = pathToFileURL(path.join(PI_CORE, "messages.js")).href;
-  // @ts-ignore -- see above
   return await import(/* @vite-ignore */ url);
 }
 
@@ -74,3 +73,15 @@ export function unparseableLines(file: string): number[] {
 }
 
 export const HEX8 = /^[0-9a-f]{8}$/;
+
+/**
+ * An entry seen as the plain object it is in the file, for assertions on any of its fields
+ * (`SessionEntry` is a union: narrowing every entry a test inspects would only add noise).
+ */
+export type LooseEntry = { type: string; id: string; parentId: string | null; timestamp: string } & Record<string, any>;
+
+export function loose<T extends object>(entries: T[]): LooseEntry[];
+export function loose<T extends object>(entry: T): LooseEntry;
+export function loose(value: object): LooseEntry | LooseEntry[] {
+  return value as LooseEntry | LooseEntry[];
+}

@@ -8,7 +8,6 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { progressLine } from "../src/cli/commands/run.js";
-// @ts-ignore -- a plain JS helper shared with bench/llm.js
 import { runCli } from "./cli-harness.js";
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
 

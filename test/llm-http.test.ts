@@ -14,8 +14,8 @@ import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { createSummarizer } from "../src/summarize/select.js";
 import type { SummaryBatch } from "../src/summarize/types.js";
-// @ts-ignore -- a plain JS helper shared with bench/llm.js
 import { defaultAnswer, startFakeLlmServer } from "./fake-llm-server.mjs";
+import { loose } from "./helpers.js";
 
 const FIXTURE = path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl");
 type Server = Awaited<ReturnType<typeof startFakeLlmServer>>;
@@ -146,9 +146,9 @@ describe("whole runs through the server", () => {
     expect(plan.report.failures).toHaveLength(1);
     expect(plan.report.failures[0].turnIndex).toBe(1);
     expect(plan.report.failures[0].reason).toMatch(/^transient: oai\/gpt-local: 500\b.*\(3 attempts\)$/);
-    const summaries = plan.entries.filter((e) => e.customType === "context-prune-summary");
+    const summaries = loose(plan.entries).filter((e) => e.customType === "context-prune-summary");
     expect(summaries.map((e) => (e.details as { toolNames: string[] }).toolNames)).toEqual([["bash", "read"], ["bash"]]);
-    const frontier = plan.entries.find((e) => e.customType === "context-prune-frontier")?.data;
+    const frontier = loose(plan.entries).find((e) => e.customType === "context-prune-frontier")?.data;
     expect(frontier).toMatchObject({ lastAttemptedToolCallId: "toolu_02", attemptedBatchCount: 1 });
     expect(plan.report.usage.calls).toBe(2);
     expect(plan.report.usage.cost).toBeGreaterThan(0);

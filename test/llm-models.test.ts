@@ -10,6 +10,7 @@ import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { loadSession } from "../src/session/session.js";
+import type { SessionEntry } from "../src/session/types.js";
 import { readAuthFile, resolveConfigValue, resolveProviderAuth } from "../src/summarize/credentials.js";
 import { createModelSummarizer, loadModelSetup, prepareModel } from "../src/summarize/llm-setup.js";
 import { parseModelRef, sessionModelRef } from "../src/summarize/model-resolve.js";
@@ -69,7 +70,7 @@ describe("the session's own model", () => {
   });
 
   it("reads a fork's single `model` field, ignoring non-default roles", () => {
-    const e = (extra: Record<string, unknown>) => ({ id: "x", parentId: null, timestamp: "t", ...extra });
+    const e = (extra: Record<string, unknown>) => ({ id: "x", parentId: null, timestamp: "t", ...extra }) as SessionEntry;
     expect(sessionModelRef([e({ type: "model_change", model: "zai/glm-5.2", role: "default" })])).toEqual({ provider: "zai", id: "glm-5.2" });
     expect(sessionModelRef([e({ type: "model_change", model: "openrouter/~anthropic/claude-x" })])).toEqual({ provider: "openrouter", id: "~anthropic/claude-x" });
     expect(

@@ -23,6 +23,7 @@ import { createLlmSummarizer, type LlmSummarizerOptions } from "../src/summarize
 import { batchMessage, BATCH_INSTRUCTIONS, cropMiddle, elisionMarker } from "../src/summarize/prompt.js";
 import type { Summarizer } from "../src/summarize/types.js";
 import { CondenseError } from "../src/util/errors.js";
+import { loose } from "./helpers.js";
 
 const FIXTURE = path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl");
 const NOW = Date.parse("2026-02-01T00:00:00.000Z");
@@ -79,8 +80,8 @@ async function run(summarizer: Summarizer, config: PruneConfig = defaultConfig()
 }
 
 const summaries = (plan: Awaited<ReturnType<typeof run>>) =>
-  plan.entries.filter((e) => e.type === "custom_message" && e.customType === "context-prune-summary").map((e) => e.content as string);
-const customOf = (plan: Awaited<ReturnType<typeof run>>, type: string) => plan.entries.filter((e) => e.type === "custom" && e.customType === type);
+  loose(plan.entries).filter((e) => e.type === "custom_message" && e.customType === "context-prune-summary").map((e) => e.content as string);
+const customOf = (plan: Awaited<ReturnType<typeof run>>, type: string) => loose(plan.entries).filter((e) => e.type === "custom" && e.customType === type);
 
 describe("the batch prompt", () => {
   it("serializes calls with labels, indented JSON arguments and status", () => {
@@ -146,8 +147,8 @@ describe("label substitution", () => {
         "```\n[[1:bash]] inside a fence\n```" +
         FOOTER(["t1", "t2"]),
     );
-    expect(summaries(plan)[1]).toBe("- `t3` applyDiscount( is called in 28 modules under src/" + FOOTER(["t3"]));
-    expect(summaries(plan)[2]).toBe("- `t4` `npm test`: 32 passed, exit code 0" + FOOTER(["t4"]));
+    expect(summaries(plan)[1]).toBe(`- \`t3\` applyDiscount( is called in 28 modules under src/${FOOTER(["t3"])}`);
+    expect(summaries(plan)[2]).toBe(`- \`t4\` \`npm test\`: 32 passed, exit code 0${FOOTER(["t4"])}`);
     expect(plan.report.batches).toMatchObject({ captured: 3, summarized: 3, failed: 0 });
     expect(plan.report.summarizer).toBe("p/m");
   });
@@ -175,12 +176,12 @@ describe("unusable answers", () => {
   });
 
   it("an answer longer than the outputs it replaces is discarded as oversized; the frontier still advances", async () => {
-    const long = "- [[1:grep]] " + "every module calls applyDiscount( with its own price. ".repeat(40);
+    const long = `- [[1:grep]] ${"every module calls applyDiscount( with its own price. ".repeat(40)}`;
     const faux = scripted("p", (b) => fauxAssistantMessage(b === 2 ? long : GOOD[b]));
     const plan = await run(summarizerFor(faux));
     expect(plan.report.batches).toMatchObject({ summarized: 2, skippedOversized: 1, failed: 0 });
     expect(summaries(plan)).toHaveLength(2);
-    expect(summaries(plan)[1]).toBe("- `t3` `npm test`: 32 passed, exit code 0" + FOOTER(["t3"]));
+    expect(summaries(plan)[1]).toBe(`- \`t3\` \`npm test\`: 32 passed, exit code 0${FOOTER(["t3"])}`);
     const frontier = customOf(plan, "context-prune-frontier")[0].data as Record<string, unknown>;
     expect(frontier).toMatchObject({ lastAttemptedToolCallId: "toolu_04", attemptedBatchCount: 3, outcome: "summarized" });
     expect(plan.report.usage.calls).toBe(3); // the oversized answer was still a model call
@@ -340,7 +341,7 @@ describe("options and cancellation", () => {
       seen = userText(context);
       return fauxAssistantMessage("Found the discount bug (`t1`, `t2`) and fixed it (`t4`).");
     });
-    const result = await summarizerFor(faux).fuseRange(["- `t1` a" + FOOTER(["t1"]), "- `t4` b"]);
+    const result = await summarizerFor(faux).fuseRange([`- \`t1\` a${FOOTER(["t1"])}`, "- `t4` b"]);
     expect(result).toEqual({ ok: true, text: "Found the discount bug (`t1`, `t2`) and fixed it (`t4`).", usage: expect.any(Object) });
     expect(seen).toBe(`<step-summaries>\n- \`t1\` a${FOOTER(["t1"])}\n\n- \`t4\` b\n</step-summaries>`);
   });

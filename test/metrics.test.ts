@@ -12,7 +12,7 @@ import { CHARS4, loadTokenizer } from "../src/report/tokenizer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { branchMessages } from "../src/context/branch-messages.js";
 import { renderBranch } from "../src/render/render.js";
-import type { AgentMessage } from "../src/session/types.js";
+import type { AgentMessage, SessionEntry } from "../src/session/types.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
 const metricsOf = async (name: string) => computeSessionMetrics(sessionView(await openSession(fixture(name), "read"), defaultConfig()));
@@ -125,8 +125,8 @@ describe("context metrics (facts §12) on small fixtures", () => {
   it("uses the arguments of the nearest preceding assistant carrying the call id for protection", () => {
     const messages: AgentMessage[] = [
       { role: "user", content: "x", timestamp: 1 },
-      { role: "assistant", content: [{ type: "toolCall", id: "c", name: "read", arguments: { path: "a/skills/s.md" } }], timestamp: 2 } as AgentMessage,
-      { role: "assistant", content: [{ type: "toolCall", id: "d", name: "read", arguments: { path: "b.md" } }], timestamp: 3 } as AgentMessage,
+      { role: "assistant", content: [{ type: "toolCall", id: "c", name: "read", arguments: { path: "a/skills/s.md" } }], timestamp: 2 } as Partial<AgentMessage> as AgentMessage,
+      { role: "assistant", content: [{ type: "toolCall", id: "d", name: "read", arguments: { path: "b.md" } }], timestamp: 3 } as Partial<AgentMessage> as AgentMessage,
       { role: "toolResult", toolCallId: "c", toolName: "read", content: [{ type: "text", text: "protected" }], isError: false, timestamp: 4 },
     ];
     const m = computeContextMetrics(messages, null, { isSummarized: () => false }, protectionTest(defaultConfig()));
@@ -160,7 +160,7 @@ describe("structural diagnostics (SPEC.md section 9)", () => {
 
   it("counts unresolved chain ranges from the render's diagnostics, placed at the chain entry", async () => {
     const session = await openSession(fixture("metrics-chains-frontier.jsonl"), "read");
-    const chainEntry = { type: "custom", customType: "context-prune-chain", id: "f0000001", parentId: null, timestamp: "x", data: { blockId: "b4" } };
+    const chainEntry: SessionEntry = { type: "custom", customType: "context-prune-chain", id: "f0000001", parentId: null, timestamp: "x", data: { blockId: "b4" } };
     const d = findDiagnostics(
       projectBranch(session.branch),
       [

@@ -195,7 +195,7 @@ describe("condense query", () => {
     const dirA = path.join(tmp.dir, "a");
     mkdirSync(dirA);
     const file = path.join(dirA, "spill.jsonl");
-    const huge = Array.from({ length: 3000 }, (_, i) => `row ${i} ${"z".repeat(30)}`).join("\n") + "\n";
+    const huge = `${Array.from({ length: 3000 }, (_, i) => `row ${i} ${"z".repeat(30)}`).join("\n")}\n`;
     writeSession(file, [huge]);
     expect((await runCli(["run", file, "--quiet"], env)).code).toBe(0);
     const blobs = path.join(dirA, "0f0000aa-0000-7000-8000-0000000000aa-blobs");

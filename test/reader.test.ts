@@ -13,16 +13,7 @@ import { openSession } from "../src/session/open.js";
 import { parseSessionText, readSessionFile, type RawSession } from "../src/session/reader.js";
 import { childrenOf, entriesWithMissingParent, getBranch, loadSession, type Session } from "../src/session/session.js";
 import { UsageError } from "../src/util/errors.js";
-import {
-  byteOffsetOfLine,
-  copyInto,
-  lineStarts,
-  FIXTURES,
-  HEX8,
-  importPiMessages,
-  importPiSessionManager,
-  makeTempDir,
-} from "./helpers.js";
+import { byteOffsetOfLine, copyInto, lineStarts, FIXTURES, HEX8, importPiMessages, importPiSessionManager, makeTempDir, loose } from "./helpers.js";
 
 const fx = (name: string) => path.join(FIXTURES, name);
 const load = (name: string) => loadSession(fx(name));
@@ -313,7 +304,7 @@ describe("old versions", () => {
     expect(s.entries.map((e) => e.parentId)).toEqual([null, ...entryIds.slice(0, -1)]);
     // firstKeptEntryIndex 4 counts the header as 0: the 4th entry, user "Continue." (line 5).
     const compaction = s.entries[5];
-    expect(compaction.firstKeptEntryId).toBe(entryIds[3]);
+    expect(loose(compaction).firstKeptEntryId).toBe(entryIds[3]);
     expect("firstKeptEntryIndex" in compaction).toBe(false);
     expect(s.locations[3]).toEqual({ line: 5, offset: offsetOf(name, 5) });
     // Timestamps and other fields survive the migration.
@@ -354,7 +345,7 @@ describe("old versions", () => {
     expect(s.warnings).toEqual([]);
     expect(s.problems).toEqual([]);
     expect(ids(s.entries)).toEqual(["aa000001", "aa000002", "aa000003", "aa000004", "aa000005"]);
-    expect(s.entries.map((e) => (e.message as { role: string }).role)).toEqual(["user", "custom", "assistant", "custom", "user"]);
+    expect(loose(s.entries).map((e) => (e.message as { role: string }).role)).toEqual(["user", "custom", "assistant", "custom", "user"]);
     expect(agentOf(s)[1]).toStrictEqual({
       role: "custom",
       customType: "my-hook",
@@ -366,7 +357,7 @@ describe("old versions", () => {
     const raw = await readSessionFile(fx(name));
     const migrated = migrateEntries(raw.header, raw.entries);
     expect(migrated.fromVersion).toBe(2);
-    expect((raw.entries[1].message as { role: string }).role).toBe("hookMessage");
+    expect((loose(raw.entries[1]).message as { role: string }).role).toBe("hookMessage");
     const expected = [
       user("Hello.", 1),
       user([text("Injected by a v2 hook.")], 2),

@@ -259,6 +259,7 @@ describe("transcript", () => {
     const session = await loadSession(fixture("reused-id-bash23"));
     const colored = formatTranscript(renderBranch(session.branch, defaultConfig()).afterAgent, new Chalk({ level: 1 }));
     expect(colored).toContain("\u001b[");
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: strips the ANSI color codes chalk wrote
     expect(colored.replace(/\u001b\[[0-9;]*m/g, "")).toBe(formatTranscript(renderBranch(session.branch, defaultConfig()).afterAgent, plain));
   });
 });

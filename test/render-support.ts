@@ -86,7 +86,9 @@ export function writeSession(file: string, outputs: string[], cwd = "/home/user/
   const meta = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5", usage };
   add({ role: "user", content: "Dump the logs.", timestamp: BASE_MS + 1000 });
   add({ role: "assistant", content: outputs.map((_, i) => ({ type: "toolCall", id: `bash_${i}`, name: "bash", arguments: { command: `cat log${i}.txt` } })), ...meta, stopReason: "toolUse", timestamp: BASE_MS + 2000 });
-  outputs.forEach((text, i) => add({ role: "toolResult", toolCallId: `bash_${i}`, toolName: "bash", content: [{ type: "text", text }], isError: false, timestamp: BASE_MS + 3000 + i }));
+  outputs.forEach((text, i) => {
+    add({ role: "toolResult", toolCallId: `bash_${i}`, toolName: "bash", content: [{ type: "text", text }], isError: false, timestamp: BASE_MS + 3000 + i });
+  });
   add({ role: "assistant", content: [{ type: "text", text: "Done." }], ...meta, stopReason: "stop", timestamp: BASE_MS + 4000 });
   writeFileSync(file, lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
 }

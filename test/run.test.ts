@@ -15,15 +15,16 @@ import { sessionView } from "../src/pipeline/view.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { renderBranch } from "../src/render/render.js";
 import { loadSession } from "../src/session/session.js";
-import { deterministicSummarizer } from "../src/summarize/deterministic.js";
 import type { Summarizer } from "../src/summarize/types.js";
 import { runCli } from "./cli-harness.js";
-import { copyInto, FIXTURES, makeTempDir } from "./helpers.js";
+import { copyInto, FIXTURES, makeTempDir, loose } from "./helpers.js";
 
 const NOW = "2026-01-01T12:00:00.000Z";
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const temps: (() => void)[] = [];
-afterEach(() => temps.splice(0).forEach((c) => c()));
+afterEach(() => {
+  for (const c of temps.splice(0)) c();
+});
 
 function tempCopy(fixture: string): string {
   const { dir, cleanup } = makeTempDir("run");
@@ -128,7 +129,7 @@ describe("run on the example session", () => {
       turnIndex: 1,
       timestamp: Date.parse("2026-01-01T10:00:06.400Z"),
     });
-    const original = session.branch.find((e) => (e.message as any)?.toolCallId === "toolu_03")!.message as any;
+    const original = loose(session.branch).find((e) => e.message?.toolCallId === "toolu_03")!.message;
     expect(entries[3].data).toEqual({
       toolCalls: [
         {
@@ -147,7 +148,7 @@ describe("run on the example session", () => {
       lastAttemptedToolCallId: "toolu_09",
       lastAttemptedToolName: "bash",
       lastAttemptedTurnIndex: 7,
-      lastAttemptedTimestamp: Date.parse(session.branch.find((e) => (e.message as any)?.content?.[0]?.id === "toolu_09")!.timestamp),
+      lastAttemptedTimestamp: Date.parse(loose(session.branch).find((e) => e.message?.content?.[0]?.id === "toolu_09")!.timestamp),
       attemptedBatchCount: 7,
       attemptedToolCallCount: 9,
       rawCharCount: entries[4].data.rawCharCount,
@@ -216,7 +217,7 @@ describe("spill and dedup", () => {
     const blobs = path.join(path.dirname(file), "0199c0de-0000-7000-8000-0000000000a1-blobs");
     expect(readdirSync(blobs)).toEqual(["call_1_1767261602300.txt"]);
     const session = await loadSession(path.join(FIXTURES, "spill-and-duplicate.jsonl"));
-    const original = (session.branch.find((e) => (e.message as any)?.toolCallId === "call_1")!.message as any).content[0].text;
+    const original = loose(session.branch).find((e) => e.message?.toolCallId === "call_1")!.message.content[0].text;
     expect(readFileSync(path.join(blobs, "call_1_1767261602300.txt"), "utf8")).toBe(original);
     const record = entries[0].data.toolCalls[0];
     expect(record.resultText).toBe("");
@@ -288,9 +289,9 @@ describe("oversized summaries and concurrency", () => {
     const plan = await planRun(sessionView(s, config()), { summarizer: slowEcho(5000), concurrency: 4, nowMs: Date.parse(NOW), targetPath: s.path });
     expect(plan.report.batches.skippedOversized).toBe(2);
     expect(plan.report.batches.summarized).toBe(0);
-    expect(plan.entries.map((e) => e.customType)).toEqual(["context-prune-frontier", "context-prune-stats", "context-prune-flush-metrics"]);
-    expect((plan.entries[0].data as any).outcome).toBe("skipped-oversized");
-    expect(plan.entries[1].data).toEqual({ totalInputTokens: 20, totalOutputTokens: 10, totalCost: 0.002, callCount: 2, chainsCompressed: 0, rangesSummarized: 0 });
+    expect(loose(plan.entries).map((e) => e.customType)).toEqual(["context-prune-frontier", "context-prune-stats", "context-prune-flush-metrics"]);
+    expect(loose(plan.entries[0]).data.outcome).toBe("skipped-oversized");
+    expect(loose(plan.entries[1]).data).toEqual({ totalInputTokens: 20, totalOutputTokens: 10, totalCost: 0.002, callCount: 2, chainsCompressed: 0, rangesSummarized: 0 });
   });
 
   it("appends the same entries whatever the concurrency and the order answers arrive in", async () => {

@@ -12,7 +12,7 @@ import { convertToLlm, projectBranch } from "../src/context/projection.js";
 import { loadSession } from "../src/session/session.js";
 import type { NewEntry, SessionEntry } from "../src/session/types.js";
 import { appendEntries, chainEntries, FileChangedError, FileLockedError, serializeAppend } from "../src/session/writer.js";
-import { copyInto, FIXTURES, HEX8, importPiMessages, importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+import { copyInto, FIXTURES, HEX8, importPiMessages, importPiSessionManager, makeTempDir, SHARED_SESSIONS, loose } from "./helpers.js";
 
 const NOW = "2026-02-01T12:00:00.000Z";
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
@@ -50,7 +50,7 @@ async function appendTo(src: string, nowIso = NOW, makePayloads = payloads) {
   const leafId = session.leaf!.id;
   const oldIds = new Set(session.entries.map((e) => e.id));
   // The last toolResult on the branch is what the context edit trims.
-  const target = [...session.branch].reverse().find((e) => (e.message as { role?: string } | undefined)?.role === "toolResult");
+  const target = loose([...session.branch].reverse()).find((e) => e.message?.role === "toolResult");
   const entries = chainEntries(session, makePayloads(target?.id ?? leafId), nowIso);
   const written = await appendEntries(session, entries);
   return { file, before, session, leafId, oldIds, entries, written, after: readFileSync(file) };
