@@ -71,13 +71,26 @@ function syntheticSession(batches) {
     parent = id;
   };
   const usage = { input: 100, output: 10, cacheRead: 0, cacheWrite: 0, totalTokens: 110, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
-  const assistant = (content, stopReason) => ({ type: "message", message: { role: "assistant", content, api: "openai-completions", provider: "local", model: "m1", usage, stopReason, timestamp: t0 + (n + 1) * 1000 } });
+  const assistant = (content, stopReason) => ({
+    type: "message",
+    message: { role: "assistant", content, api: "openai-completions", provider: "local", model: "m1", usage, stopReason, timestamp: t0 + (n + 1) * 1000 },
+  });
   push({ type: "message", message: { role: "user", content: [{ type: "text", text: "Build and test every module." }], timestamp: t0 + 1000 } });
   for (let b = 0; b < batches; b++) {
     const id = `call_${b}`;
     push(assistant([{ type: "toolCall", id, name: "bash", arguments: { command: `make test MODULE=m${b}` } }], "toolUse"));
     const output = Array.from({ length: 30 }, (_, i) => `m${b}: step ${i} of the build for module ${b} finished in ${(b * 31 + i) % 97} ms`).join("\n");
-    push({ type: "message", message: { role: "toolResult", toolCallId: id, toolName: "bash", content: [{ type: "text", text: output }], isError: false, timestamp: t0 + (n + 1) * 1000 } });
+    push({
+      type: "message",
+      message: {
+        role: "toolResult",
+        toolCallId: id,
+        toolName: "bash",
+        content: [{ type: "text", text: output }],
+        isError: false,
+        timestamp: t0 + (n + 1) * 1000,
+      },
+    });
   }
   push(assistant([{ type: "text", text: "All modules build and pass." }], "stop"));
   return lines.map((l) => `${JSON.stringify(l)}\n`).join("");
@@ -166,7 +179,11 @@ try {
     console.log(JSON.stringify({ bench: "llm", batches: BATCHES, delayMs: DELAY_MS, cpus: availableParallelism(), loadavg: loadavg(), results }, null, 2));
   } else {
     console.log(`llm summaries: ${BATCHES} batches, server answers after ${DELAY_MS} ms (ratio = ideal / wall; target ≥ 0.85 at 8 and 32)`);
-    console.log(`  ${availableParallelism()} CPUs, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")} at the end`);
+    console.log(
+      `  ${availableParallelism()} CPUs, load average ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(" ")} at the end`,
+    );
     for (const r of results) {
       console.log(
         `  ${r.api.padEnd(9)} concurrency ${String(r.concurrency).padStart(2)}: wall ${(r.wallMs / 1000).toFixed(2)} s (median of ${r.trials}; best ${(r.bestWallMs / 1000).toFixed(2)} s), ` +

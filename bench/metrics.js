@@ -35,7 +35,9 @@ if (!existsSync(path.join(root, "dist/cli/main.js"))) {
   process.exit(2);
 }
 
-const sources = readdirSync(sessions).filter((f) => f.endsWith(".jsonl")).sort();
+const sources = readdirSync(sessions)
+  .filter((f) => f.endsWith(".jsonl"))
+  .sort();
 const dir = mkdtempSync(path.join(tmpdir(), "condense-bench-metrics-"));
 const piDir = mkdtempSync(path.join(tmpdir(), "condense-bench-pi-"));
 try {
@@ -74,7 +76,10 @@ try {
         if (code !== 0 && code !== 1) return reject(new Error(`metrics --jobs ${j} exited ${code}: ${stderr.slice(0, 500)}`));
         // JS threads: the main thread (tid = pid) and, with workers, the j − 1 busiest others.
         const main = cpu.get(String(child.pid)) ?? 0;
-        const others = [...cpu].filter(([tid]) => tid !== String(child.pid)).map(([, s]) => s).sort((a, b) => b - a);
+        const others = [...cpu]
+          .filter(([tid]) => tid !== String(child.pid))
+          .map(([, s]) => s)
+          .sort((a, b) => b - a);
         const js = workers && j > 1 ? [main, ...others.slice(0, j - 1)] : [main];
         const total = [...cpu.values()].reduce((a, b) => a + b, 0);
         resolve({ ms, stdout: Buffer.concat(chunks).toString("utf8"), cpu: { js, total } });
@@ -84,7 +89,11 @@ try {
   const cpuLine = (r) => `JS threads ${r.cpu.js.map((s) => s.toFixed(2)).join(" + ")} s, all threads ${r.cpu.total.toFixed(2)} s`;
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-  console.log(`metrics over ${files} sessions (${sources.length} distinct), ${availableParallelism()} cores, load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `metrics over ${files} sessions (${sources.length} distinct), ${availableParallelism()} cores, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
   const times = { one: [], pool: [], limit: [] };
   const est = { one: [], pool: [] };
   let out1 = "";
@@ -119,7 +128,11 @@ try {
         `speedup ${(median(est.one) / median(est.pool)).toFixed(2)}x`,
     );
   }
-  console.log(`same document from both: ${same ? "yes" : "NO"}; load average now ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `same document from both: ${same ? "yes" : "NO"}; load average now ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
   if (!same) process.exitCode = 1;
 } finally {
   rmSync(dir, { recursive: true, force: true });

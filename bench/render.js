@@ -93,7 +93,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   if (json) console.log(JSON.stringify({ render: r }, null, 2));
   else {
     console.log(`render: largest shared session ${r.session} (${(r.bytes / 1e6).toFixed(2)} MB, ${r.branchEntries} branch entries), after run`);
-    console.log(`  context: ${r.messages.before} → ${r.messages.after} messages, ${r.chars.before.toLocaleString("en-US")} → ${r.chars.after.toLocaleString("en-US")} chars`);
+    console.log(
+      `  context: ${r.messages.before} → ${r.messages.after} messages, ${r.chars.before.toLocaleString("en-US")} → ${r.chars.after.toLocaleString("en-US")} chars`,
+    );
     console.log(`  read (loadSession):   ${r.readMs} ms (median of ${r.runs})`);
     console.log(`  render (renderBranch): ${r.renderMs} ms (median of ${r.runs})`);
     console.log(`  render / read:         ${r.ratio}`);

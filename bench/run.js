@@ -172,7 +172,9 @@ function largestV3() {
  * the active branch runs through the whole file.
  */
 function buildBigSession(source, dest, targetBytes) {
-  const lines = readFileSync(source, "utf8").split("\n").filter((l) => l.trim() !== "");
+  const lines = readFileSync(source, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "");
   const header = JSON.parse(lines[0]);
   const entries = [];
   for (const line of lines.slice(1)) {
@@ -220,10 +222,7 @@ const ctx = { largest: largestV3(), tempFiles: [], summary: [] };
 
 const sections = [
   async function header() {
-    console.log(
-      `condense bench — node ${process.version}, ${os.availableParallelism()} cores, ${os.platform()} ${os.arch()}, ` +
-        `${mb(os.totalmem())} RAM`,
-    );
+    console.log(`condense bench — node ${process.version}, ${os.availableParallelism()} cores, ${os.platform()} ${os.arch()}, ` + `${mb(os.totalmem())} RAM`);
   },
 
   async function largestSharedSession(c) {

@@ -22,18 +22,7 @@
 // v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  utimesSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -75,7 +64,9 @@ function inputs(root) {
 
 /** True for a v1/v2 session (header version below 3, or none). */
 function needsMigration(file) {
-  const first = readFileSync(file, "utf8").split("\n").find((l) => l.trim() !== "");
+  const first = readFileSync(file, "utf8")
+    .split("\n")
+    .find((l) => l.trim() !== "");
   try {
     const header = JSON.parse(first);
     if (header?.type !== "session") return false;
@@ -211,10 +202,7 @@ async function capture(outDir, dist) {
     const appended = after.subarray(0, before.length).equals(before) ? after.subarray(before.length) : null;
     save("10-run-bytes.txt", appended ? `appended ${appended.length} bytes\n${appended}` : `rewritten, ${after.length} bytes\n${after}`);
     const sidecars = filesBelow(work, file);
-    save(
-      "11-run-files.txt",
-      sidecars.map((rel) => `=== ${rel}\n${readFileSync(path.join(work, rel), "utf8")}\n`).join("") || "(none)\n",
-    );
+    save("11-run-files.txt", sidecars.map((rel) => `=== ${rel}\n${readFileSync(path.join(work, rel), "utf8")}\n`).join("") || "(none)\n");
     utimesSync(file, OLD_MTIME, OLD_MTIME);
     save("12-run-again.txt", await cli(main, ["run", "--json", ...migrate, file], { json: true }));
     const rerun = readFileSync(file);
@@ -248,7 +236,13 @@ async function capture(outDir, dist) {
 
 function digestTree(dir) {
   const out = new Map();
-  for (const rel of filesBelow(dir, null)) out.set(rel, createHash("sha256").update(readFileSync(path.join(dir, rel))).digest("hex"));
+  for (const rel of filesBelow(dir, null))
+    out.set(
+      rel,
+      createHash("sha256")
+        .update(readFileSync(path.join(dir, rel)))
+        .digest("hex"),
+    );
   return out;
 }
 
@@ -264,11 +258,7 @@ function compare(a, b) {
     if (!da.has(name) || !db.has(name)) console.log(`only in ${da.has(name) ? a : b}: ${name}`);
     else console.log(`differs: ${name}`);
   }
-  console.log(
-    differences === 0
-      ? `identical: ${names.length} files in ${a} and ${b}`
-      : `${differences} of ${names.length} files differ between ${a} and ${b}`,
-  );
+  console.log(differences === 0 ? `identical: ${names.length} files in ${a} and ${b}` : `${differences} of ${names.length} files differ between ${a} and ${b}`);
   return differences;
 }
 

@@ -62,9 +62,10 @@ const modules: Module[] = sources(SRC).map((file) => {
   const ast = parseAst(text, { lang: "ts" }, file) as unknown as Node;
   const imports: string[] = [];
   walk(ast, (n) => {
-    const source = (n.type === "ImportDeclaration" || n.type === "ExportNamedDeclaration" || n.type === "ExportAllDeclaration" || n.type === "ImportExpression")
-      ? (n.source as { value?: unknown } | null)?.value
-      : undefined;
+    const source =
+      n.type === "ImportDeclaration" || n.type === "ExportNamedDeclaration" || n.type === "ExportAllDeclaration" || n.type === "ImportExpression"
+        ? (n.source as { value?: unknown } | null)?.value
+        : undefined;
     if (typeof source === "string" && source.startsWith(".")) imports.push(path.resolve(path.dirname(file), source.replace(/\.js$/, ".ts")));
   });
   return { file, folder: path.relative(SRC, file).split(path.sep)[0], text, ast, imports };

@@ -5,7 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { REPO_ROOT, SHARED_SESSIONS, copyInto, runCli, tempDir } from "./cli-capture.js";
 
 const NOW = "2026-03-01T00:00:00.000Z";
-const shared = readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).sort();
+const shared = readdirSync(SHARED_SESSIONS)
+  .filter((f) => f.endsWith(".jsonl"))
+  .sort();
 
 /** Size of every file below `dir`, by relative path. */
 function sizes(dir: string): Record<string, number> {

@@ -3,7 +3,16 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { budgetChart } from "../src/report/budget-chart.js";
-import { budgetLevel, loadModelRegistry, MAX_BUDGET_WINDOW, registryWindow, replayBudget, usageFraction, type BudgetOptions, type BudgetRow } from "../src/report/budget.js";
+import {
+  budgetLevel,
+  loadModelRegistry,
+  MAX_BUDGET_WINDOW,
+  registryWindow,
+  replayBudget,
+  usageFraction,
+  type BudgetOptions,
+  type BudgetRow,
+} from "../src/report/budget.js";
 import { lineOf } from "../src/report/session-metrics.js";
 import { openSession } from "../src/session/open.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
@@ -201,7 +210,9 @@ describe("condense budget", () => {
     const r = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"));
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("   3  b0000006     7  anthropic/claude-sonnet-4-5  115,999  200,000  147,000     58.0%   +4.0  delta");
-    expect(r.stdout).toContain("3 flushes (1 budget, 2 delta) over 5 evaluated of 5 tool-using turns; first flush: turn 3 (delta, entry b0000006, line 7); peak tokens: 147,000 at turn 5");
+    expect(r.stdout).toContain(
+      "3 flushes (1 budget, 2 delta) over 5 evaluated of 5 tool-using turns; first flush: turn 3 (delta, entry b0000006, line 7); peak tokens: 147,000 at turn 5",
+    );
     expect(r.stdout).toContain("147k ┤───██");
   });
 

@@ -85,7 +85,16 @@ describe("five closed chains, window 3", () => {
     const backfill = run.appended[7];
     expect(backfill.data).toEqual({
       toolCalls: [
-        { toolCallId: "call_3", toolName: "bash", args: { command: "ls test" }, resultText: "store.test.ts\nutil.test.ts\n", isError: false, turnIndex: -1, timestamp: T(9), resultTimestamp: T(9) },
+        {
+          toolCallId: "call_3",
+          toolName: "bash",
+          args: { command: "ls test" },
+          resultText: "store.test.ts\nutil.test.ts\n",
+          isError: false,
+          turnIndex: -1,
+          timestamp: T(9),
+          resultTimestamp: T(9),
+        },
         {
           toolCallId: "call_4",
           toolName: "read",
@@ -132,9 +141,21 @@ describe("five closed chains, window 3", () => {
       "assistant:The working tree is clean.",
       "user:- `t3` read `config.json` — OK",
     ]);
-    expect(after[1]).toEqual({ role: "user", content: [{ type: "text", text: `<compressed-chain id="b1" tools="t1,t2">\n${fused}\n</compressed-chain>` }], timestamp: NOW_MS });
-    expect(after[4]).toEqual({ role: "user", content: [{ type: "text", text: `<compressed-chain id="b2" tools="t4,t5">\n${deterministic}\n</compressed-chain>` }], timestamp: NOW_MS });
-    expect(after[2]).toMatchObject({ role: "assistant", content: [{ type: "text", text: "The build fails because `Foo` is used in src/foo.ts without an import." }], timestamp: T(6) });
+    expect(after[1]).toEqual({
+      role: "user",
+      content: [{ type: "text", text: `<compressed-chain id="b1" tools="t1,t2">\n${fused}\n</compressed-chain>` }],
+      timestamp: NOW_MS,
+    });
+    expect(after[4]).toEqual({
+      role: "user",
+      content: [{ type: "text", text: `<compressed-chain id="b2" tools="t4,t5">\n${deterministic}\n</compressed-chain>` }],
+      timestamp: NOW_MS,
+    });
+    expect(after[2]).toMatchObject({
+      role: "assistant",
+      content: [{ type: "text", text: "The build fails because `Foo` is used in src/foo.ts without an import." }],
+      timestamp: T(6),
+    });
     expect(after[5]).toMatchObject({ role: "assistant", content: [{ type: "text", text: "There are two test files: store.test.ts and util.test.ts." }] });
     // The latest assistant message keeps its thinking (never altered).
     expect((after[17] as { content: { type: string }[] }).content.map((b) => b.type)).toEqual(["thinking", "text"]);
@@ -149,7 +170,10 @@ describe("five closed chains, window 3", () => {
     const run = await runFixture("five-closed-chains.jsonl");
     const config = defaultConfig();
     const ctx = { indexer: ToolCallIndexer.fromBranch(run.after.branch), config, isProtected: protectionTest(config) };
-    const first = pruneMessages(projectBranch(run.after.branch).map((i) => i.message), ctx);
+    const first = pruneMessages(
+      projectBranch(run.after.branch).map((i) => i.message),
+      ctx,
+    );
     const diagnostics: RenderDiagnostic[] = [];
     const second = applyChainCompressions(first.messages, ctx, diagnostics);
     expect(second).toBe(first.messages);
@@ -173,12 +197,7 @@ describe("a chain no summary covers (behind the live extension's frontier)", () 
   it("is back-filled (oversized output spilled) and gets the deterministic body, with no batch work at all", async () => {
     const run = await runFixture("uncovered-chain-behind-frontier.jsonl", SPILL);
     expect(run.code).toBe(0);
-    expect(run.appended.map((e) => e.customType)).toEqual([
-      "context-prune-index",
-      "context-prune-chain",
-      "context-prune-stats",
-      "context-prune-flush-metrics",
-    ]);
+    expect(run.appended.map((e) => e.customType)).toEqual(["context-prune-index", "context-prune-chain", "context-prune-stats", "context-prune-flush-metrics"]);
     const original = (n: number) => firstTextOf((run.before.entries[n] as { message: { content: unknown } }).message);
     const bigLog = original(2); // call_1's result
     expect(bigLog.length).toBe(930);
@@ -358,9 +377,7 @@ describe("one long open chain", () => {
         { totalInputTokens: 0, totalOutputTokens: 0, totalCost: 0, callCount: 0, chainsCompressed: 0, rangesSummarized: 0 },
       ]);
       const rendered = renderBranch(run.after.branch, defaultConfig());
-      expect(rendered.phases.find((p) => p.phase === "chain-range-prune")!.messages).toEqual(
-        rendered.phases.find((p) => p.phase === "stub-replace")!.messages,
-      );
+      expect(rendered.phases.find((p) => p.phase === "chain-range-prune")!.messages).toEqual(rendered.phases.find((p) => p.phase === "stub-replace")!.messages);
       expect(rendered.after.filter((m) => m.role === "assistant")).toHaveLength(6);
     }
   });

@@ -60,7 +60,9 @@ export async function runFixture(name: string, extra: string[] = []): Promise<Ru
 
 /** The `data` of appended custom entries of one customType. */
 export function dataOf(entries: object[], customType: string): unknown[] {
-  return loose(entries).filter((e) => e.customType === customType).map((e) => e.data);
+  return loose(entries)
+    .filter((e) => e.customType === customType)
+    .map((e) => e.data);
 }
 
 /** Text of the first text block of a message (or its string content). */

@@ -63,13 +63,26 @@ const summaryMsg = (text: string, refs: { shortId: string; toolCallId: string; r
 /** Three chains: 100–104 (a1), 200–204 (b1), 300–304 (c1). */
 function threeChains(): AgentMessage[] {
   return [
-    user("one", 100), call("a1", 101, "bash", true), result("a1", "A1 out", 102), reply("r1", 103),
-    user("two", 200), call("b1", 201), result("b1", "B1 out", 202), reply("r2", 203),
-    user("three", 300), call("c1", 301), result("c1", "C1 out", 302), reply("r3", 303),
+    user("one", 100),
+    call("a1", 101, "bash", true),
+    result("a1", "A1 out", 102),
+    reply("r1", 103),
+    user("two", 200),
+    call("b1", 201),
+    result("b1", "B1 out", 202),
+    reply("r2", 203),
+    user("three", 300),
+    call("c1", 301),
+    result("c1", "C1 out", 302),
+    reply("r3", 303),
   ];
 }
 
-function ctxWith(entries: ChainEntryData[], config: PruneConfig = defaultConfig(), summaries: { text: string; refs: { shortId: string; toolCallId: string; resultTimestamp?: number }[] }[] = []) {
+function ctxWith(
+  entries: ChainEntryData[],
+  config: PruneConfig = defaultConfig(),
+  summaries: { text: string; refs: { shortId: string; toolCallId: string; resultTimestamp?: number }[] }[] = [],
+) {
   const indexer = new ToolCallIndexer();
   for (const e of entries) indexer.chains.set(e.startUserTimestamp, e);
   for (const s of summaries) indexer.summaries.push({ entryId: "", ...s });
@@ -98,7 +111,7 @@ describe("applyChainCompressions", () => {
     const messages = threeChains();
     const diagnostics: RenderDiagnostic[] = [];
     const out = applyChainCompressions(messages, ctxWith([entry("b1", 100, 103, ["a1"], { toolRefs: ["t1"], rangeSummaryText: "Body." })]), diagnostics);
-    expect(texts(out).slice(0, 4)).toEqual(['user:one', 'user:<compressed-chain id="b1" tools="t1">\nBody.\n</compressed-chain>', "assistant:r1", "user:two"]);
+    expect(texts(out).slice(0, 4)).toEqual(["user:one", 'user:<compressed-chain id="b1" tools="t1">\nBody.\n</compressed-chain>', "assistant:r1", "user:two"]);
     expect(out[1].timestamp).toBe(999);
     expect(out.slice(3)).toEqual(messages.slice(4));
     expect(diagnostics).toEqual([]);
@@ -131,7 +144,9 @@ describe("applyChainCompressions", () => {
       ["unresolved-range", "b3"],
       ["unresolved-range", "b4"],
     ]);
-    expect(diagnostics[0].detail).toBe("blockId=b1 start=100 final=null: not exactly one user and one later assistant message at these timestamps; nothing dropped");
+    expect(diagnostics[0].detail).toBe(
+      "blockId=b1 start=100 final=null: not exactly one user and one later assistant message at these timestamps; nothing dropped",
+    );
   });
 
   it("skips a range nested in another (overlap key) and cross-checks the recorded ids", () => {
@@ -216,9 +231,16 @@ describe("compressChains", () => {
   const items = (ms: AgentMessage[]) => ms.map((message) => ({ message }));
   const five = () => [
     ...threeChains(),
-    user("four", 400), call("d1", 401), result("d1", "D", 402), reply("r4", 403),
-    user("chat", 450), reply("no tools", 451), // a chain without tool calls never counts
-    user("five", 500), call("e1", 501), result("e1", "E", 502), reply("r5", 503),
+    user("four", 400),
+    call("d1", 401),
+    result("d1", "D", 402),
+    reply("r4", 403),
+    user("chat", 450),
+    reply("no tools", 451), // a chain without tool calls never counts
+    user("five", 500),
+    call("e1", 501),
+    result("e1", "E", 502),
+    reply("r5", 503),
   ];
 
   it("selects all but the rollingWindow most recent closed chains with tool calls, skipping the registry", () => {
@@ -250,7 +272,10 @@ describe("compressChains", () => {
     const indexer = new ToolCallIndexer();
     indexer.nextBlock = 5;
     // Chain 2's only call was never answered; chain 1's call is a dedup alias of an indexed record.
-    indexer.addRecord({ toolCallId: "orig", toolName: "bash", args: {}, resultText: "same", isError: false, turnIndex: 0, timestamp: 1, resultTimestamp: 1 }, true);
+    indexer.addRecord(
+      { toolCallId: "orig", toolName: "bash", args: {}, resultText: "same", isError: false, turnIndex: 0, timestamp: 1, resultTimestamp: 1 },
+      true,
+    );
     indexer.registerRefs([{ shortId: "t4", toolCallId: "orig", resultTimestamp: 1 }]);
     indexer.addAlias("a1@102", "orig@1");
     const ms = five();
@@ -279,14 +304,29 @@ describe("compressChains", () => {
       summarizeBatch: async () => ({ ok: false, kind: "unusable", reason: "unused" }),
       fuseRange: async (bodies) => {
         calls.push(bodies);
-        return bodies[0] === "A" ? { ok: true, text: "fused A+B", usage: { input: 10, output: 3, cost: 0.5 } } : { ok: false, kind: "transient", reason: "down" };
+        return bodies[0] === "A"
+          ? { ok: true, text: "fused A+B", usage: { input: 10, output: 3, cost: 0.5 } }
+          : { ok: false, kind: "transient", reason: "down" };
       },
     };
     const indexer = new ToolCallIndexer();
     const ms = [
-      user("one", 100), call("a1", 101), result("a1", "x", 102), call("a2", 103), result("a2", "y", 104), reply("r1", 105),
-      user("two", 200), call("b1", 201), result("b1", "x", 202), call("b2", 203), result("b2", "y", 204), reply("r2", 205),
-      user("three", 300), call("c1", 301), result("c1", "x", 302), reply("r3", 303),
+      user("one", 100),
+      call("a1", 101),
+      result("a1", "x", 102),
+      call("a2", 103),
+      result("a2", "y", 104),
+      reply("r1", 105),
+      user("two", 200),
+      call("b1", 201),
+      result("b1", "x", 202),
+      call("b2", 203),
+      result("b2", "y", 204),
+      reply("r2", 205),
+      user("three", 300),
+      call("c1", 301),
+      result("c1", "x", 302),
+      reply("r3", 303),
     ];
     indexer.summaries.push(
       { entryId: "", refs: [{ shortId: "t1", toolCallId: "a1", resultTimestamp: 102 }], text: "A" },
@@ -297,13 +337,45 @@ describe("compressChains", () => {
     indexer.registerRefs(indexer.summaries.flatMap((s) => s.refs));
     // The summarized calls are indexed, as a run leaves them.
     for (const ref of indexer.summaries.flatMap((s) => s.refs)) {
-      indexer.addRecord({ toolCallId: ref.toolCallId, toolName: "bash", args: {}, resultText: "x", isError: false, turnIndex: 0, timestamp: ref.resultTimestamp!, resultTimestamp: ref.resultTimestamp }, true);
+      indexer.addRecord(
+        {
+          toolCallId: ref.toolCallId,
+          toolName: "bash",
+          args: {},
+          resultText: "x",
+          isError: false,
+          turnIndex: 0,
+          timestamp: ref.resultTimestamp!,
+          resultTimestamp: ref.resultTimestamp,
+        },
+        true,
+      );
     }
     const out = await compressChains(items(ms), indexer, { ...base, summarizer: model, config, isProtected: protectionTest(config) });
-    expect(calls).toEqual([["A", "B"], ["C", "D"]]);
+    expect(calls).toEqual([
+      ["A", "B"],
+      ["C", "D"],
+    ]);
     expect(loose(out.entries).map((e) => e.data)).toEqual([
-      { blockId: "b1", startUserTimestamp: 100, droppedToolCallIds: ["a1", "a2"], finalAssistantTimestamp: 105, toolRefs: ["t1", "t2"], compressedAt: 7, rangeSummaryText: "fused A+B", droppedOccurrenceKeys: ["a1@102", "a2@104"] },
-      { blockId: "b2", startUserTimestamp: 200, droppedToolCallIds: ["b1", "b2"], finalAssistantTimestamp: 205, toolRefs: ["t3", "t4"], compressedAt: 7, droppedOccurrenceKeys: ["b1@202", "b2@204"] },
+      {
+        blockId: "b1",
+        startUserTimestamp: 100,
+        droppedToolCallIds: ["a1", "a2"],
+        finalAssistantTimestamp: 105,
+        toolRefs: ["t1", "t2"],
+        compressedAt: 7,
+        rangeSummaryText: "fused A+B",
+        droppedOccurrenceKeys: ["a1@102", "a2@104"],
+      },
+      {
+        blockId: "b2",
+        startUserTimestamp: 200,
+        droppedToolCallIds: ["b1", "b2"],
+        finalAssistantTimestamp: 205,
+        toolRefs: ["t3", "t4"],
+        compressedAt: 7,
+        droppedOccurrenceKeys: ["b1@202", "b2@204"],
+      },
     ]);
     expect(out).toMatchObject({ chainsCompressed: 2, rangesSummarized: 1, modelCalls: 1, usage: { input: 10, output: 3, cost: 0.5 } });
   });
@@ -317,7 +389,9 @@ describe("compressChains", () => {
       { entryId: "", refs: [{ shortId: "t1", toolCallId: "a1", resultTimestamp: 102 }], text: "A" },
       { entryId: "", refs: [{ shortId: "t2", toolCallId: "a1", resultTimestamp: 102 }], text: "B" },
     );
-    await expect(compressChains(items(threeChains()), indexer, { ...base, summarizer: model, config, isProtected: protectionTest(config) })).rejects.toThrow("aborted");
+    await expect(compressChains(items(threeChains()), indexer, { ...base, summarizer: model, config, isProtected: protectionTest(config) })).rejects.toThrow(
+      "aborted",
+    );
   });
 });
 

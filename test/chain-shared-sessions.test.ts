@@ -25,7 +25,11 @@ import { cleanupTempDirs, NOW_MS, runCli, SHARED_SESSIONS, tempCopy } from "./ch
 
 const present = existsSync(SHARED_SESSIONS);
 if (!present) console.warn(`chain-shared-sessions.test.ts: skipped — ${SHARED_SESSIONS} is absent`);
-const files = present ? readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).sort() : [];
+const files = present
+  ? readdirSync(SHARED_SESSIONS)
+      .filter((f) => f.endsWith(".jsonl"))
+      .sort()
+  : [];
 const figures: string[] = [];
 
 afterAll(() => {
@@ -73,7 +77,12 @@ describe.skipIf(!present)("chain compression on the shared sessions", () => {
     const code = await runCli(["run", file, "--migrate", "--quiet"]);
     if (original.header === null) {
       expect(code).toBe(2);
-      const plan = await planRun(sessionView(original, defaultConfig()), { summarizer: deterministicSummarizer, concurrency: 4, nowMs: NOW_MS, targetPath: file });
+      const plan = await planRun(sessionView(original, defaultConfig()), {
+        summarizer: deterministicSummarizer,
+        concurrency: 4,
+        nowMs: NOW_MS,
+        targetPath: file,
+      });
       branch = plan.afterBranch;
     } else {
       expect(code).toBe(0);

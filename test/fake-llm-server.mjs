@@ -112,8 +112,14 @@ export async function startFakeLlmServer(options = {}) {
       const system =
         api === "anthropic"
           ? textOf(body.system)
-          : messages.filter((m) => m.role === "system" || m.role === "developer").map((m) => textOf(m.content)).join("\n");
-      const user = messages.filter((m) => m.role === "user").map((m) => textOf(m.content)).join("\n");
+          : messages
+              .filter((m) => m.role === "system" || m.role === "developer")
+              .map((m) => textOf(m.content))
+              .join("\n");
+      const user = messages
+        .filter((m) => m.role === "user")
+        .map((m) => textOf(m.content))
+        .join("\n");
       /** @type {FakeRequest} */
       const request = { api, index: requests.length, model: String(body.model), system, user, body, headers: req.headers };
       requests.push(request);
@@ -148,20 +154,38 @@ export async function startFakeLlmServer(options = {}) {
           sse(out, null, { ...base, choices: [{ index: 0, delta: { role: "assistant", content: parts[0] }, finish_reason: null }] });
           for (const part of parts.slice(1)) sse(out, null, { ...base, choices: [{ index: 0, delta: { content: part }, finish_reason: null }] });
           sse(out, null, { ...base, choices: [{ index: 0, delta: {}, finish_reason: finish }] });
-          sse(out, null, { ...base, choices: [], usage: { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens } });
+          sse(out, null, {
+            ...base,
+            choices: [],
+            usage: { prompt_tokens: inputTokens, completion_tokens: outputTokens, total_tokens: inputTokens + outputTokens },
+          });
           out.write("data: [DONE]\n\n");
           out.end();
         } else {
           const out = p.chunked || p.stall ? res : buffered(res);
           sse(out, "message_start", {
             type: "message_start",
-            message: { id: `msg_${request.index}`, type: "message", role: "assistant", model: request.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: inputTokens, output_tokens: 1 } },
+            message: {
+              id: `msg_${request.index}`,
+              type: "message",
+              role: "assistant",
+              model: request.model,
+              content: [],
+              stop_reason: null,
+              stop_sequence: null,
+              usage: { input_tokens: inputTokens, output_tokens: 1 },
+            },
           });
           sse(out, "content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } });
           if (p.stall) return;
-          for (const part of chunks(text)) sse(out, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: part } });
+          for (const part of chunks(text))
+            sse(out, "content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: part } });
           sse(out, "content_block_stop", { type: "content_block_stop", index: 0 });
-          sse(out, "message_delta", { type: "message_delta", delta: { stop_reason: finish === "length" ? "max_tokens" : "end_turn", stop_sequence: null }, usage: { output_tokens: outputTokens } });
+          sse(out, "message_delta", {
+            type: "message_delta",
+            delta: { stop_reason: finish === "length" ? "max_tokens" : "end_turn", stop_sequence: null },
+            usage: { output_tokens: outputTokens },
+          });
           sse(out, "message_stop", { type: "message_stop" });
           out.end();
         }

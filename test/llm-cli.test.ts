@@ -21,14 +21,22 @@ beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), "condense-llm-cli-"));
   writeFileSync(
     path.join(dir, "models.json"),
-    JSON.stringify({ providers: { local: { baseUrl: server.openaiBaseUrl, api: "openai-completions", apiKey: "none", models: [{ id: "m1", cost: { input: 1, output: 4, cacheRead: 0, cacheWrite: 0 } }] } } }),
+    JSON.stringify({
+      providers: {
+        local: {
+          baseUrl: server.openaiBaseUrl,
+          api: "openai-completions",
+          apiKey: "none",
+          models: [{ id: "m1", cost: { input: 1, output: 4, cacheRead: 0, cacheWrite: 0 } }],
+        },
+      },
+    }),
   );
 });
 afterAll(async () => {
   await server.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
 
 const ENV = () => ({ PI_CODING_AGENT_DIR: dir, CONDENSE_NOW: "2026-03-01T12:00:00.000Z" });
 
@@ -71,7 +79,11 @@ describe("condense run --model through the local server", () => {
     const report = JSON.parse(stdout).sessions[0];
     expect(report.summarizer).toBe("local/m1");
     expect(report.usage).toEqual({ input: 3000, output: 300, cost: expect.closeTo(0.0042, 12), calls: 3 });
-    const stats = readFileSync(copy, "utf8").trim().split("\n").map((l) => JSON.parse(l)).find((e) => e.customType === "context-prune-stats");
+    const stats = readFileSync(copy, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .find((e) => e.customType === "context-prune-stats");
     expect(stats.data).toMatchObject({ totalInputTokens: 3000, totalOutputTokens: 300, callCount: 3 });
     expect(stats.data.totalCost).toBeCloseTo(0.0042, 12);
     copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), copy);
@@ -116,7 +128,9 @@ describe("condense run --model through the local server", () => {
 
 describe("the progress line", () => {
   it("shows batches done / total, failures, tokens and cost so far", () => {
-    expect(progressLine("local/m1", { done: 3, total: 96, failed: 0, usage: { input: 800, output: 150, cost: 0 } })).toBe("summarizing with local/m1: 3/96 batches · 950 tokens");
+    expect(progressLine("local/m1", { done: 3, total: 96, failed: 0, usage: { input: 800, output: 150, cost: 0 } })).toBe(
+      "summarizing with local/m1: 3/96 batches · 950 tokens",
+    );
     expect(progressLine("anthropic/claude-haiku-4-5", { done: 40, total: 96, failed: 2, usage: { input: 41_000, output: 5_321, cost: 0.01234 } })).toBe(
       "summarizing with anthropic/claude-haiku-4-5: 40/96 batches · 2 failed · 46.3k tokens · $0.0123",
     );

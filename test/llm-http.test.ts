@@ -92,7 +92,9 @@ describe.each(APIS)("$name streaming API", ({ model, api, auth, expectedAuth }) 
       text: defaultAnswer(request.user),
       usage: { input, output, cost: expect.closeTo((input * 3 + output * 15) / 1e6, 12) },
     });
-    expect((result as { text: string }).text).toMatch(/^- \[\[1:bash\]\] ran bash \(call 1, batch [0-9a-f]{8}\)\n- \[\[2:read\]\] ran read \(call 2, batch [0-9a-f]{8}\)$/);
+    expect((result as { text: string }).text).toMatch(
+      /^- \[\[1:bash\]\] ran bash \(call 1, batch [0-9a-f]{8}\)\n- \[\[2:read\]\] ran read \(call 2, batch [0-9a-f]{8}\)$/,
+    );
   });
 
   it("retries after a 429 and then succeeds", async () => {
@@ -141,7 +143,12 @@ describe("whole runs through the server", () => {
     server.setPlan((r: FakeRequest) => (r.user.includes("[[1:grep]]") ? { status: 500 } : {}));
     const session = await loadSession(FIXTURE);
     const s = await summarizer("oai/gpt-local");
-    const plan = await planRun(sessionView(session, config()), { summarizer: s, concurrency: 4, nowMs: Date.parse("2026-02-01T00:00:00Z"), targetPath: FIXTURE });
+    const plan = await planRun(sessionView(session, config()), {
+      summarizer: s,
+      concurrency: 4,
+      nowMs: Date.parse("2026-02-01T00:00:00Z"),
+      targetPath: FIXTURE,
+    });
     expect(plan.report.batches).toMatchObject({ captured: 3, summarized: 2, failed: 1 });
     expect(plan.report.failures).toHaveLength(1);
     expect(plan.report.failures[0].turnIndex).toBe(1);

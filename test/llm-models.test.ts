@@ -72,10 +72,14 @@ describe("the session's own model", () => {
   it("reads a fork's single `model` field, ignoring non-default roles", () => {
     const e = (extra: Record<string, unknown>) => ({ id: "x", parentId: null, timestamp: "t", ...extra }) as SessionEntry;
     expect(sessionModelRef([e({ type: "model_change", model: "zai/glm-5.2", role: "default" })])).toEqual({ provider: "zai", id: "glm-5.2" });
-    expect(sessionModelRef([e({ type: "model_change", model: "openrouter/~anthropic/claude-x" })])).toEqual({ provider: "openrouter", id: "~anthropic/claude-x" });
-    expect(
-      sessionModelRef([e({ type: "model_change", model: "zai/glm-5.2" }), e({ type: "model_change", model: "zai/glm-small", role: "smol" })]),
-    ).toEqual({ provider: "zai", id: "glm-5.2" });
+    expect(sessionModelRef([e({ type: "model_change", model: "openrouter/~anthropic/claude-x" })])).toEqual({
+      provider: "openrouter",
+      id: "~anthropic/claude-x",
+    });
+    expect(sessionModelRef([e({ type: "model_change", model: "zai/glm-5.2" }), e({ type: "model_change", model: "zai/glm-small", role: "smol" })])).toEqual({
+      provider: "zai",
+      id: "glm-5.2",
+    });
     expect(sessionModelRef([])).toBeNull();
   });
 });
@@ -128,14 +132,35 @@ describe("the model catalog", () => {
       maxTokens: 16384,
     });
     expect(setup.catalog.resolve(parseModelRef("local/big"), "--model")).toMatchObject({ contextWindow: 32000, maxTokens: 4096 });
-    expect(setup.catalog.resolve(parseModelRef("anthropic/claude-haiku-4-5"), "--model")).toMatchObject({ baseUrl: "https://proxy.example/v1", api: "anthropic-messages" });
+    expect(setup.catalog.resolve(parseModelRef("anthropic/claude-haiku-4-5"), "--model")).toMatchObject({
+      baseUrl: "https://proxy.example/v1",
+      api: "anthropic-messages",
+    });
   });
 
   it("finds ids only Pi's cached newer catalog (models-store.json) knows", () => {
     writeJson("models-store.json", {
-      anthropic: { models: [{ id: "claude-next", name: "Claude Next", api: "anthropic-messages", provider: "anthropic", baseUrl: "https://api.anthropic.com", reasoning: true, input: ["text"], cost: { input: 1, output: 5, cacheRead: 0, cacheWrite: 0 }, contextWindow: 200000, maxTokens: 64000 }] },
+      anthropic: {
+        models: [
+          {
+            id: "claude-next",
+            name: "Claude Next",
+            api: "anthropic-messages",
+            provider: "anthropic",
+            baseUrl: "https://api.anthropic.com",
+            reasoning: true,
+            input: ["text"],
+            cost: { input: 1, output: 5, cacheRead: 0, cacheWrite: 0 },
+            contextWindow: 200000,
+            maxTokens: 64000,
+          },
+        ],
+      },
     });
-    expect(loadModelSetup(env()).catalog.resolve(parseModelRef("anthropic/claude-next"), "--model")).toMatchObject({ id: "claude-next", contextWindow: 200000 });
+    expect(loadModelSetup(env()).catalog.resolve(parseModelRef("anthropic/claude-next"), "--model")).toMatchObject({
+      id: "claude-next",
+      contextWindow: 200000,
+    });
   });
 
   it("refuses unusable models.json entries, naming file and field", async () => {
@@ -169,7 +194,7 @@ describe("credentials", () => {
   });
 
   it("name the missing variable or the failing command", async () => {
-    expect(await usageMessage(() => resolveConfigValue("$NOPE_KEY", { description: "API key for provider \"x\"", env: {} }))).toBe(
+    expect(await usageMessage(() => resolveConfigValue("$NOPE_KEY", { description: 'API key for provider "x"', env: {} }))).toBe(
       'API key for provider "x": environment variable NOPE_KEY is not set',
     );
     expect(await usageMessage(() => resolveConfigValue("!true", { description: "k", env: {} }))).toBe("k: the command `true` printed nothing");
@@ -179,7 +204,10 @@ describe("credentials", () => {
     const inputs = { provider: "anthropic", authPath: AUTH(), env: { ANTHROPIC_API_KEY: "from-env", STORED: "from-auth-json" } };
     const builtin = loadModelSetup(env()).catalog.builtin("anthropic");
     const configured = { apiKey: "from-models-json", path: "models.json" };
-    expect(await resolveProviderAuth({ ...inputs, builtin, stored: { anthropic: { type: "api_key", key: "$STORED" } }, configured })).toEqual({ apiKey: "from-auth-json", source: AUTH() });
+    expect(await resolveProviderAuth({ ...inputs, builtin, stored: { anthropic: { type: "api_key", key: "$STORED" } }, configured })).toEqual({
+      apiKey: "from-auth-json",
+      source: AUTH(),
+    });
     expect(await resolveProviderAuth({ ...inputs, builtin, stored: {}, configured })).toEqual({ apiKey: "from-models-json", source: "models.json" });
     expect(await resolveProviderAuth({ ...inputs, builtin, stored: {} })).toEqual({ apiKey: "from-env", source: "ANTHROPIC_API_KEY" });
   });
@@ -213,7 +241,9 @@ describe("credentials", () => {
     writeJson("auth.json", { anthropic: { type: "oauth", access: "a", refresh: "r", expires: 1 } });
     const ref = parseModelRef("anthropic/claude-haiku-4-5");
     expect(await usageMessage(prepareModel(loadModelSetup(env()), ref, "--model"))).toMatch(
-      new RegExp(`^provider "anthropic" is signed in with OAuth in ${AUTH().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}; condense cannot refresh OAuth tokens\\. Use an API key instead: set one of ANTHROPIC_AUTH_TOKEN`),
+      new RegExp(
+        `^provider "anthropic" is signed in with OAuth in ${AUTH().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}; condense cannot refresh OAuth tokens\\. Use an API key instead: set one of ANTHROPIC_AUTH_TOKEN`,
+      ),
     );
     expect((await prepareModel(loadModelSetup(env({ ANTHROPIC_API_KEY: "sk-env" })), ref, "--model")).auth.apiKey).toBe("sk-env");
   });
@@ -280,8 +310,8 @@ describe("choosing the summarizer", () => {
     const e = env({ OPENAI_API_KEY: "k" });
     // the session's anthropic model has no key here: no fallback, no error
     expect((await createSummarizer({ model: "openai/gpt-4o-mini" }, defaultConfig(), session, { env: e })).name).toBe("openai/gpt-4o-mini");
-    expect(await usageMessage(createSummarizer({ model: "openai/gpt-4o-mini", fallbackModel: "anthropic/claude-haiku-4-5" }, defaultConfig(), session, { env: e }))).toMatch(
-      /^no API key for provider "anthropic": /,
-    );
+    expect(
+      await usageMessage(createSummarizer({ model: "openai/gpt-4o-mini", fallbackModel: "anthropic/claude-haiku-4-5" }, defaultConfig(), session, { env: e })),
+    ).toMatch(/^no API key for provider "anthropic": /);
   });
 });

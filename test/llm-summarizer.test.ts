@@ -52,7 +52,10 @@ const GOOD: Record<1 | 2 | 3, string> = {
 };
 
 /** A faux provider whose answers are computed per request (any number of requests). */
-function scripted(id: string, answer: (batch: 1 | 2 | 3, context: TranscriptContext, options: SimpleStreamOptions | undefined) => AssistantMessage): FauxProviderHandle {
+function scripted(
+  id: string,
+  answer: (batch: 1 | 2 | 3, context: TranscriptContext, options: SimpleStreamOptions | undefined) => AssistantMessage,
+): FauxProviderHandle {
   const faux = fauxProvider({ provider: id, models: [{ id: "m" }] });
   const factory: FauxResponseFactory = (context, options) => answer(batchOf(context), context, options);
   faux.setResponses(Array.from({ length: 100 }, () => factory));
@@ -80,7 +83,9 @@ async function run(summarizer: Summarizer, config: PruneConfig = defaultConfig()
 }
 
 const summaries = (plan: Awaited<ReturnType<typeof run>>) =>
-  loose(plan.entries).filter((e) => e.type === "custom_message" && e.customType === "context-prune-summary").map((e) => e.content as string);
+  loose(plan.entries)
+    .filter((e) => e.type === "custom_message" && e.customType === "context-prune-summary")
+    .map((e) => e.content as string);
 const customOf = (plan: Awaited<ReturnType<typeof run>>, type: string) => loose(plan.entries).filter((e) => e.type === "custom" && e.customType === type);
 
 describe("the batch prompt", () => {
@@ -167,7 +172,9 @@ describe("unusable answers", () => {
   });
 
   it("an answer cut at the output limit is unusable", async () => {
-    const faux = scripted("p", (b) => (b === 2 ? fauxAssistantMessage("- [[1:grep]] applyDiscount( is call", { stopReason: "length" }) : fauxAssistantMessage(GOOD[b])));
+    const faux = scripted("p", (b) =>
+      b === 2 ? fauxAssistantMessage("- [[1:grep]] applyDiscount( is call", { stopReason: "length" }) : fauxAssistantMessage(GOOD[b]),
+    );
     const plan = await run(summarizerFor(faux));
     expect(plan.report.failures).toEqual([{ turnIndex: 1, reason: "unusable: p/m: the answer was cut at the output limit" }]);
     expect(plan.report.batches).toMatchObject({ summarized: 2, failed: 1 });
@@ -239,9 +246,19 @@ describe("retries and the outage fallback", () => {
   });
 
   it.each([
-    ["an auth failure", () => fauxAssistantMessage("", { stopReason: "error", errorMessage: "401 Unauthorized: invalid x-api-key" }), "auth: primary/m: 401 Unauthorized: invalid x-api-key", 1],
+    [
+      "an auth failure",
+      () => fauxAssistantMessage("", { stopReason: "error", errorMessage: "401 Unauthorized: invalid x-api-key" }),
+      "auth: primary/m: 401 Unauthorized: invalid x-api-key",
+      1,
+    ],
     ["an empty answer", () => fauxAssistantMessage(""), "unusable: primary/m: empty answer", 1],
-    ["an answer cut at length", () => fauxAssistantMessage("- [[1:bash]] te", { stopReason: "length" }), "unusable: primary/m: the answer was cut at the output limit", 1],
+    [
+      "an answer cut at length",
+      () => fauxAssistantMessage("- [[1:bash]] te", { stopReason: "length" }),
+      "unusable: primary/m: the answer was cut at the output limit",
+      1,
+    ],
   ])("does not enter the fallback on %s", async (_what, answer, reason, primaryCalls) => {
     const primary = scripted("primary", () => answer());
     const backup = scripted("backup", (b) => fauxAssistantMessage(GOOD[b]));
@@ -330,7 +347,10 @@ describe("options and cancellation", () => {
     controller.abort();
     const primary = scripted("primary", (b) => fauxAssistantMessage(GOOD[b]));
     const backup = scripted("backup", (b) => fauxAssistantMessage(GOOD[b]));
-    const result = await summarizerFor(primary, {}, backup).summarizeBatch({ assistantText: "", calls: [{ toolName: "bash", args: {}, resultText: "x", isError: false }] }, controller.signal);
+    const result = await summarizerFor(primary, {}, backup).summarizeBatch(
+      { assistantText: "", calls: [{ toolName: "bash", args: {}, resultText: "x", isError: false }] },
+      controller.signal,
+    );
     expect(result).toEqual({ ok: false, kind: "aborted", reason: "aborted" });
     expect(primary.state.callCount + backup.state.callCount).toBe(0);
   });
@@ -346,4 +366,3 @@ describe("options and cancellation", () => {
     expect(seen).toBe(`<step-summaries>\n- \`t1\` a${FOOTER(["t1"])}\n\n- \`t4\` b\n</step-summaries>`);
   });
 });
-

@@ -81,9 +81,9 @@ describe("exit code precedence and bad limits", () => {
   });
 
   it.each([
-    ["--max-frontier-gap", "-1", "--max-frontier-gap: expected a number ≥ 0, got \"-1\""],
-    ["--max-chain-share", "101", "--max-chain-share: expected a number from 0 to 100, got \"101\""],
-    ["--max-context", "lots", "--max-context: expected a number ≥ 0, got \"lots\""],
+    ["--max-frontier-gap", "-1", '--max-frontier-gap: expected a number ≥ 0, got "-1"'],
+    ["--max-chain-share", "101", '--max-chain-share: expected a number from 0 to 100, got "101"'],
+    ["--max-context", "lots", '--max-context: expected a number ≥ 0, got "lots"'],
   ])("%s %s is a usage error (exit 2)", async (flag, value, message) => {
     const r = await runCli("metrics", OPEN, flag, value);
     expect(r.code).toBe(2);

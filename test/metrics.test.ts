@@ -125,8 +125,16 @@ describe("context metrics (facts §12) on small fixtures", () => {
   it("uses the arguments of the nearest preceding assistant carrying the call id for protection", () => {
     const messages: AgentMessage[] = [
       { role: "user", content: "x", timestamp: 1 },
-      { role: "assistant", content: [{ type: "toolCall", id: "c", name: "read", arguments: { path: "a/skills/s.md" } }], timestamp: 2 } as Partial<AgentMessage> as AgentMessage,
-      { role: "assistant", content: [{ type: "toolCall", id: "d", name: "read", arguments: { path: "b.md" } }], timestamp: 3 } as Partial<AgentMessage> as AgentMessage,
+      {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "c", name: "read", arguments: { path: "a/skills/s.md" } }],
+        timestamp: 2,
+      } as Partial<AgentMessage> as AgentMessage,
+      {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "d", name: "read", arguments: { path: "b.md" } }],
+        timestamp: 3,
+      } as Partial<AgentMessage> as AgentMessage,
       { role: "toolResult", toolCallId: "c", toolName: "read", content: [{ type: "text", text: "protected" }], isError: false, timestamp: 4 },
     ];
     const m = computeContextMetrics(messages, null, { isSummarized: () => false }, protectionTest(defaultConfig()));
@@ -160,7 +168,14 @@ describe("structural diagnostics (SPEC.md section 9)", () => {
 
   it("counts unresolved chain ranges from the render's diagnostics, placed at the chain entry", async () => {
     const session = await openSession(fixture("metrics-chains-frontier.jsonl"), "read");
-    const chainEntry: SessionEntry = { type: "custom", customType: "context-prune-chain", id: "f0000001", parentId: null, timestamp: "x", data: { blockId: "b4" } };
+    const chainEntry: SessionEntry = {
+      type: "custom",
+      customType: "context-prune-chain",
+      id: "f0000001",
+      parentId: null,
+      timestamp: "x",
+      data: { blockId: "b4" },
+    };
     const d = findDiagnostics(
       projectBranch(session.branch),
       [
@@ -188,7 +203,8 @@ describe("structural diagnostics (SPEC.md section 9)", () => {
         {
           entryId: "a6000015",
           line: 22,
-          detail: "blockId=b7 start=1767261601000 final=1767261604000: not exactly one user and one later assistant message at these timestamps; nothing dropped",
+          detail:
+            "blockId=b7 start=1767261601000 final=1767261604000: not exactly one user and one later assistant message at these timestamps; nothing dropped",
         },
       ],
     });
@@ -196,7 +212,9 @@ describe("structural diagnostics (SPEC.md section 9)", () => {
   });
 
   it("keeps only the first five places", async () => {
-    const m = computeSessionMetrics(sessionView(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig()));
+    const m = computeSessionMetrics(
+      sessionView(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig()),
+    );
     // SOURCES.md: 18 tool calls never answered (aborted turns).
     expect(m.diagnostics.unansweredCalls.count).toBe(18);
     expect(m.diagnostics.unansweredCalls.places).toHaveLength(5);

@@ -11,22 +11,17 @@ import { convertToLlm, projectBranch } from "../src/context/projection.js";
 import { openSession } from "../src/session/open.js";
 import { loadSession, type Session } from "../src/session/session.js";
 import { UsageError } from "../src/util/errors.js";
-import {
-  byteOffsetOfLine,
-  copyInto,
-  HEX8,
-  importPiMessages,
-  importPiSessionManager,
-  makeTempDir,
-  SHARED_SESSIONS,
-  unparseableLines,
-} from "./helpers.js";
+import { byteOffsetOfLine, copyInto, HEX8, importPiMessages, importPiSessionManager, makeTempDir, SHARED_SESSIONS, unparseableLines } from "./helpers.js";
 
 const present = existsSync(SHARED_SESSIONS);
 if (!present) {
   console.warn(`oracle.test.ts: skipped — the shared sessions folder ${SHARED_SESSIONS} is absent`);
 }
-const files = present ? readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).sort() : [];
+const files = present
+  ? readdirSync(SHARED_SESSIONS)
+      .filter((f) => f.endsWith(".jsonl"))
+      .sort()
+  : [];
 const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
 
 /** The one line each gjc file loses to a broken secret mask: [1-based line, byte offset of its start]. */

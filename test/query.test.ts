@@ -19,7 +19,10 @@ const FAIL = "FAIL src/app.test.ts\n  ✕ adds numbers (4 ms)\n\n  Expected: 3\n
 const PASS = "PASS src/app.test.ts\nTests: 12 passed, 12 total\n";
 
 describe("truncateHead matches Pi's own", () => {
-  let piTruncateHead: (text: string, options?: { maxLines?: number; maxBytes?: number }) => {
+  let piTruncateHead: (
+    text: string,
+    options?: { maxLines?: number; maxBytes?: number },
+  ) => {
     content: string;
     truncated: boolean;
     truncatedBy: string | null;
@@ -51,14 +54,16 @@ describe("truncateHead matches Pi's own", () => {
     it(name, () => {
       const ours = truncateHead(text);
       const pi = piTruncateHead(text, { maxLines: MAX_LINES, maxBytes: MAX_BYTES });
-      expect({ text: ours.text, truncated: ours.truncated, by: ours.by, shown: ours.shownLines, total: ours.totalLines, first: ours.firstLineTooLong }).toEqual({
-        text: pi.content,
-        truncated: pi.truncated,
-        by: pi.truncatedBy,
-        shown: pi.outputLines,
-        total: pi.totalLines,
-        first: pi.firstLineExceedsLimit,
-      });
+      expect({ text: ours.text, truncated: ours.truncated, by: ours.by, shown: ours.shownLines, total: ours.totalLines, first: ours.firstLineTooLong }).toEqual(
+        {
+          text: pi.content,
+          truncated: pi.truncated,
+          by: pi.truncatedBy,
+          shown: pi.outputLines,
+          total: pi.totalLines,
+          first: pi.firstLineExceedsLimit,
+        },
+      );
     });
   }
 
@@ -89,7 +94,16 @@ describe("lookupRef", () => {
 
   it("a raw id includes dedup-aliased occurrences, each labelled with its own timestamp", () => {
     const indexer = new ToolCallIndexer();
-    const original: ToolCallRecord = { toolCallId: "bash_1", toolName: "bash", args: { command: "ls" }, resultText: "a\nb\n", isError: false, turnIndex: 0, timestamp: 100, resultTimestamp: 110 };
+    const original: ToolCallRecord = {
+      toolCallId: "bash_1",
+      toolName: "bash",
+      args: { command: "ls" },
+      resultText: "a\nb\n",
+      isError: false,
+      turnIndex: 0,
+      timestamp: 100,
+      resultTimestamp: 110,
+    };
     indexer.addRecord(original, true);
     indexer.registerRefs([{ shortId: "t1", toolCallId: "bash_1", resultTimestamp: 110 }]);
     indexer.addRecord({ ...original, resultText: "c\n", turnIndex: 1, timestamp: 200, resultTimestamp: 210 }, true);
@@ -113,25 +127,20 @@ describe("formatQueryBlock", () => {
     const [hit] = lookupRef(ToolCallIndexer.fromBranch(session.branch), "t1").hits;
     const body = recordBody(hit.record, [], () => "");
     expect(formatQueryBlock(hit, body, shownOutput(body.text, false))).toBe(
-      [
-        "=== t1 ===",
-        `Occurrence: bash_23@${T + 3000}`,
-        "Tool: bash",
-        "Arguments: {",
-        '  "command": "npm test"',
-        "}",
-        "Status: OK",
-        "Turn: 0",
-        "",
-        FAIL,
-      ].join("\n"),
+      ["=== t1 ===", `Occurrence: bash_23@${T + 3000}`, "Tool: bash", "Arguments: {", '  "command": "npm test"', "}", "Status: OK", "Turn: 0", "", FAIL].join(
+        "\n",
+      ),
     );
   });
 
   it("marks a legacy occurrence, an alias, an error, and a cut output", () => {
     const record: ToolCallRecord = { toolCallId: "x", toolName: "bash", args: {}, resultText: "", isError: true, turnIndex: 4, timestamp: 1 };
     const text = Array.from({ length: 2001 }, (_, i) => `l${i}`).join("\n");
-    const out = formatQueryBlock({ ref: "x", label: "x", key: "x", record, legacy: true, aliasOf: "y@2" }, { text, source: "record" }, shownOutput(text, false));
+    const out = formatQueryBlock(
+      { ref: "x", label: "x", key: "x", record, legacy: true, aliasOf: "y@2" },
+      { text, source: "record" },
+      shownOutput(text, false),
+    );
     expect(out.split("\n").slice(0, 9)).toEqual([
       "=== x ===",
       "Occurrence: legacy record (no result timestamp was stored)",
@@ -172,7 +181,16 @@ describe("condense query", () => {
       ["bash_23", true, FAIL, null],
       [`bash_23@${T + 7000}`, false, PASS, null],
     ]);
-    expect(doc.results[1].record).toEqual({ toolCallId: "bash_23", toolName: "bash", args: { command: "npm test" }, resultText: PASS, isError: false, turnIndex: 2, timestamp: T + 6000, resultTimestamp: T + 7000 });
+    expect(doc.results[1].record).toEqual({
+      toolCallId: "bash_23",
+      toolName: "bash",
+      args: { command: "npm test" },
+      resultText: PASS,
+      isError: false,
+      turnIndex: 2,
+      timestamp: T + 6000,
+      resultTimestamp: T + 7000,
+    });
     expect(doc.unknown).toEqual([{ ref: "nope", reason: "no indexed tool call with id or key nope in this session" }]);
   });
 
@@ -208,7 +226,11 @@ describe("condense query", () => {
     const dirB = path.join(tmp.dir, "b");
     renameSync(dirA, dirB);
     res = await q(path.join(dirB, "spill.jsonl"));
-    expect([res.output === huge, res.outputSource, res.sidecarPath]).toEqual([true, "sidecar", path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs", `bash_0_${T + 3000}.txt`)]);
+    expect([res.output === huge, res.outputSource, res.sidecarPath]).toEqual([
+      true,
+      "sidecar",
+      path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs", `bash_0_${T + 3000}.txt`),
+    ]);
 
     rmSync(path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs"), { recursive: true });
     res = await q(path.join(dirB, "spill.jsonl"));
@@ -221,7 +243,11 @@ describe("condense query", () => {
   it("without --session uses the latest session of the current directory", async () => {
     const sessions = path.join(tmp.dir, "sessions");
     mkdirSync(sessions);
-    writeSession(path.join(sessions, "2026-01-01T00-00-00-000Z_0f0000aa.jsonl"), [Array.from({ length: 200 }, (_, i) => `entry ${i}`).join("\n")], process.cwd());
+    writeSession(
+      path.join(sessions, "2026-01-01T00-00-00-000Z_0f0000aa.jsonl"),
+      [Array.from({ length: 200 }, (_, i) => `entry ${i}`).join("\n")],
+      process.cwd(),
+    );
     const sessionEnv = { ...env, PI_CODING_AGENT_SESSION_DIR: sessions };
     expect((await runCli(["run", "--quiet"], sessionEnv)).code).toBe(0);
     const r = await runCli(["query", "t1"], sessionEnv);

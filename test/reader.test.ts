@@ -70,9 +70,7 @@ function piContext(name: string): { llm: unknown[]; copy: string; sm: any } {
 describe("unusable files", () => {
   it("bad-empty.jsonl: problem 'empty', nothing parsed, unusable for every command", async () => {
     const s = await load("bad-empty.jsonl");
-    expect(s.problems).toEqual([
-      { kind: "empty", message: "the file is empty: there is no session header and no entry" },
-    ]);
+    expect(s.problems).toEqual([{ kind: "empty", message: "the file is empty: there is no session header and no entry" }]);
     expect(s.warnings).toEqual([]);
     expect(s.header).toBeNull();
     expect(s.entries).toEqual([]);
@@ -91,9 +89,7 @@ describe("unusable files", () => {
     const name = "bad-not-jsonl.jsonl";
     const s = await load(name);
     const p = fx(name);
-    expect(s.problems).toEqual([
-      { kind: "not-jsonl", message: "not a JSONL session: none of its 4 non-blank line(s) is a JSON object" },
-    ]);
+    expect(s.problems).toEqual([{ kind: "not-jsonl", message: "not a JSONL session: none of its 4 non-blank line(s) is a JSON object" }]);
     const malformed = (line: number, excerpt: string) => ({
       kind: "malformed-line",
       file: p,
@@ -122,8 +118,7 @@ describe("unusable files", () => {
     const name = "bad-no-header.jsonl";
     const p = fx(name);
     const s = await load(name);
-    const message =
-      'no session header: the first entry (line 1, a "message" entry) should be {"type":"session","id",...}; Pi refuses to open such a file';
+    const message = 'no session header: the first entry (line 1, a "message" entry) should be {"type":"session","id",...}; Pi refuses to open such a file';
     expect(s.problems).toEqual([{ kind: "missing-header", message }]);
     expect(s.warnings).toEqual([]);
     expect(s.header).toBeNull();
@@ -207,12 +202,7 @@ describe("damaged but usable files", () => {
     });
     expect(s.warnings).toEqual([
       w("not-an-object", 4, "[1,2,3]", "line is valid JSON but not an object; skipped"),
-      w(
-        "duplicate-header",
-        5,
-        '{"type":"session","version":3,"id":"90000000-0000-4000-8000-…',
-        "a second session header; ignored, as Pi ignores it",
-      ),
+      w("duplicate-header", 5, '{"type":"session","version":3,"id":"90000000-0000-4000-8000-…', "a second session header; ignored, as Pi ignores it"),
       w("malformed-line", 7, '{"type":"message","id":"aa000003", this line is broken', "line is not valid JSON; skipped, as Pi skips it"),
     ]);
     expect(s.problems).toEqual([]);
@@ -253,12 +243,7 @@ describe("trees", () => {
     expect(ids(childrenOf(s).get("aa000002")!)).toEqual(["aa000003", "bb000001"]);
     expect(ids(childrenOf(s).get(null)!)).toEqual(["aa000001"]);
     expect(entriesWithMissingParent(s)).toEqual([]);
-    const expected = [
-      user("What is 2+2?", 1),
-      asstText("4.", 2),
-      user("Explain it instead.", 7),
-      asstText("Two plus two is four.", 8),
-    ];
+    const expected = [user("What is 2+2?", 1), asstText("4.", 2), user("Explain it instead.", 7), asstText("Two plus two is four.", 8)];
     expect(llmOf(s)).toStrictEqual(expected);
     const pi = piContext("branched.jsonl");
     expect(pi.llm).toStrictEqual(expected);
@@ -287,16 +272,7 @@ describe("old versions", () => {
     expect(s.fileVersion).toBe(1);
     expect(s.warnings).toEqual([]);
     expect(s.problems).toEqual([]);
-    expect(s.entries.map((e) => e.type)).toEqual([
-      "model_change",
-      "message",
-      "message",
-      "message",
-      "message",
-      "compaction",
-      "message",
-      "message",
-    ]);
+    expect(s.entries.map((e) => e.type)).toEqual(["model_change", "message", "message", "message", "message", "compaction", "message", "message"]);
     const entryIds = ids(s.entries);
     expect(ids(again.entries)).toEqual(entryIds);
     expect(entryIds.every((id) => HEX8.test(id))).toBe(true);
@@ -376,8 +352,7 @@ describe("compaction-and-context-edit.jsonl", () => {
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n" +
     "New summary: the user asked for a file listing.\n</summary>";
   const branchSummaryText =
-    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n" +
-    "Tried approach X; it failed.</summary>";
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n" + "Tried approach X; it failed.</summary>";
   const listCall = asst([text("Listing."), { type: "toolCall", id: "toolu_01", name: "bash", arguments: { command: "ls" } }], 3, "toolUse");
   const listResult = {
     role: "toolResult",
@@ -670,8 +645,7 @@ describe("a JSON value before the header", () => {
     expect(raw.problems).toEqual([
       {
         kind: "missing-header",
-        message:
-          'no session header: the first entry (line 1, a JSON number) should be {"type":"session","id",...}; Pi refuses to open such a file',
+        message: 'no session header: the first entry (line 1, a JSON number) should be {"type":"session","id",...}; Pi refuses to open such a file',
       },
     ]);
     expect(raw.warnings.map((w) => [w.kind, w.line])).toEqual([

@@ -49,12 +49,22 @@ describe("condense render", () => {
       { phase: "orphan-sweep", messages: 4, ...size(rendered.after) },
     ]);
     expect(doc.stats[4].chars).toBe(doc.stats[0].chars - JSON.stringify(rendered.before[3]).length - 1);
-    expect(doc.diagnostics).toEqual([{ kind: "orphan-sweep", detail: "removed 1 tool result(s) that no open tool call answers for: read_1", dedupKey: "9c95df0a86875da9" }]);
+    expect(doc.diagnostics).toEqual([
+      { kind: "orphan-sweep", detail: "removed 1 tool result(s) that no open tool call answers for: read_1", dedupKey: "9c95df0a86875da9" },
+    ]);
   });
 
   it("--stats prints a table of chars and ~tokens per phase", async () => {
     const r = await runCli(["render", fixture("failed-write-30kb-args"), "--stats"]);
-    const rows = r.stdout.split("\n").filter((l) => /^│ \S/.test(l)).map((l) => l.split("│").slice(1, -1).map((c) => c.trim()));
+    const rows = r.stdout
+      .split("\n")
+      .filter((l) => /^│ \S/.test(l))
+      .map((l) =>
+        l
+          .split("│")
+          .slice(1, -1)
+          .map((c) => c.trim()),
+      );
     expect(rows).toEqual([
       ["after", "messages", "chars", "~tokens", "change"],
       ["projection", "6", "35,807", "8,952", ""],

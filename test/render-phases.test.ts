@@ -91,7 +91,13 @@ describe("error purge", () => {
 
 describe("orphan sweep", () => {
   it("returns the same array when every result answers an open call", () => {
-    const messages: AgentMessage[] = [user("go", 1), assistant([{ id: "a" }, { id: "b" }], 2), result("a", "1", 3), result("b", "2", 4), assistant([], 5, "ok")];
+    const messages: AgentMessage[] = [
+      user("go", 1),
+      assistant([{ id: "a" }, { id: "b" }], 2),
+      result("a", "1", 3),
+      result("b", "2", 4),
+      assistant([], 5, "ok"),
+    ];
     const swept = sweepOrphanToolResults(messages);
     expect(swept.messages).toBe(messages);
     expect(swept.sweptIds).toEqual([]);
@@ -110,7 +116,13 @@ describe("orphan sweep", () => {
       const messages: AgentMessage[] = [assistant([{ id: "a" }], 2), barrier, result("a", "late", 4)];
       expect(sweepOrphanToolResults(messages).messages).toEqual([messages[0], barrier]);
     }
-    const reused: AgentMessage[] = [assistant([{ id: "bash_1" }], 1), result("bash_1", "1", 2), assistant([{ id: "bash_2" }], 3), result("bash_1", "again", 4), result("bash_2", "2", 5)];
+    const reused: AgentMessage[] = [
+      assistant([{ id: "bash_1" }], 1),
+      result("bash_1", "1", 2),
+      assistant([{ id: "bash_2" }], 3),
+      result("bash_1", "again", 4),
+      result("bash_2", "2", 5),
+    ];
     const swept = sweepOrphanToolResults(reused);
     expect(swept.messages).toEqual([reused[0], reused[1], reused[2], reused[4]]);
     expect(swept.sweptIds).toEqual(["bash_1"]);
@@ -139,7 +151,16 @@ describe("pruneMessages", () => {
 
   it("keeps context_tree_query results raw inside the recovery grace window (3 user turns by default)", () => {
     const q = (t: number) => result("q1", "recovered output", t, false, "context_tree_query");
-    const record: ToolCallRecord = { toolCallId: "q1", toolName: "context_tree_query", args: { toolCallIds: ["t1"] }, resultText: "recovered output", isError: false, turnIndex: 0, timestamp: 2, resultTimestamp: 3 };
+    const record: ToolCallRecord = {
+      toolCallId: "q1",
+      toolName: "context_tree_query",
+      args: { toolCallIds: ["t1"] },
+      resultText: "recovered output",
+      isError: false,
+      turnIndex: 0,
+      timestamp: 2,
+      resultTimestamp: 3,
+    };
     const indexer = new ToolCallIndexer();
     indexer.addRecord(record, true);
     indexer.registerRefs([{ shortId: "t2", toolCallId: "q1", resultTimestamp: 3 }]);
@@ -153,25 +174,30 @@ describe("pruneMessages", () => {
     }
     messages = [...messages, user("u5", 50)];
     const out = pruneMessages(messages, ctx).messages;
-    expect((out[2] as ToolResultMessage).content).toEqual([{ type: "text", text: "[Summarized in pruner summary, ref `t2`. Use context_tree_query to retrieve full output.]" }]);
+    expect((out[2] as ToolResultMessage).content).toEqual([
+      { type: "text", text: "[Summarized in pruner summary, ref `t2`. Use context_tree_query to retrieve full output.]" },
+    ]);
   });
 });
 
 describe("diagnostics", () => {
   it("are deduplicated per kind and key", () => {
     const d = (kind: "orphan-sweep" | "unresolved-range", dedupKey: string, detail: string) => ({ kind, dedupKey, detail });
-    expect(dedupDiagnostics([d("orphan-sweep", "k1", "a"), d("unresolved-range", "k1", "b"), d("orphan-sweep", "k1", "c"), d("orphan-sweep", "k2", "d")])).toEqual([
-      d("orphan-sweep", "k1", "a"),
-      d("unresolved-range", "k1", "b"),
-      d("orphan-sweep", "k2", "d"),
-    ]);
+    expect(
+      dedupDiagnostics([d("orphan-sweep", "k1", "a"), d("unresolved-range", "k1", "b"), d("orphan-sweep", "k1", "c"), d("orphan-sweep", "k2", "d")]),
+    ).toEqual([d("orphan-sweep", "k1", "a"), d("unresolved-range", "k1", "b"), d("orphan-sweep", "k2", "d")]);
   });
 
   it("already recorded on the branch are not recorded again", () => {
     const branch = [
       { type: "custom", customType: CUSTOM_TYPES.diagnostic, data: { kind: "orphan-sweep", detail: "a" }, id: "00000001", parentId: null, timestamp: "" },
     ] as SessionEntry[];
-    expect(unrecordedDiagnostics(branch, [{ kind: "orphan-sweep", detail: "a", dedupKey: "k" }, { kind: "orphan-sweep", detail: "b", dedupKey: "k2" }])).toEqual([{ kind: "orphan-sweep", detail: "b" }]);
+    expect(
+      unrecordedDiagnostics(branch, [
+        { kind: "orphan-sweep", detail: "a", dedupKey: "k" },
+        { kind: "orphan-sweep", detail: "b", dedupKey: "k2" },
+      ]),
+    ).toEqual([{ kind: "orphan-sweep", detail: "b" }]);
   });
 
   describe("run records new ones once", () => {
@@ -186,7 +212,11 @@ describe("diagnostics", () => {
       expect((await runCli(["run", file, "--quiet"], env)).code).toBe(0);
       const once = readFileSync(file, "utf8");
       expect(once.startsWith(original)).toBe(true);
-      const appended = once.slice(original.length).trim().split("\n").map((l) => JSON.parse(l));
+      const appended = once
+        .slice(original.length)
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(appended.map((e) => e.customType)).toEqual([CUSTOM_TYPES.frontier, CUSTOM_TYPES.stats, CUSTOM_TYPES.flushMetrics, CUSTOM_TYPES.diagnostic]);
       const diag = appended[3];
       expect(Object.keys(diag)).toEqual(["type", "customType", "data", "id", "parentId", "timestamp"]);
@@ -247,12 +277,22 @@ describe("transcript", () => {
 
   it("tags purged arguments, errors, custom messages and signed thinking", async () => {
     const purged = formatTranscript(renderBranch((await loadSession(fixture("failed-write-30kb-args"))).branch, defaultConfig()).afterAgent, plain);
-    expect(purged).toContain('#2 assistant anthropic/claude-sonnet-4-5\n→ call write write_1 [purged args] {"_purged":"<purged-errored-args size=\\"34124\\"/>"}\n');
+    expect(purged).toContain(
+      '#2 assistant anthropic/claude-sonnet-4-5\n→ call write write_1 [purged args] {"_purged":"<purged-errored-args size=\\"34124\\"/>"}\n',
+    );
     expect(purged).toContain("#3 toolResult write write_1 error\nEACCES: permission denied, open 'src/gen.ts'\n");
-    const custom = formatTranscript(renderBranch((await loadSession(fixture("custom-message-between-call-and-result"))).branch, defaultConfig()).afterAgent, plain);
+    const custom = formatTranscript(
+      renderBranch((await loadSession(fixture("custom-message-between-call-and-result"))).branch, defaultConfig()).afterAgent,
+      plain,
+    );
     expect(custom).toContain("#3 user (custom message file-watcher)\nconfig.json changed on disk while the tool ran.\n");
-    const thinking = formatTranscript(renderBranch((await loadSession(fixture("signed-thinking-in-last-assistant"))).branch, defaultConfig()).afterAgent, plain);
-    expect(thinking).toContain("#4 assistant anthropic/claude-sonnet-4-5\n[thinking, 45 chars, signed]\n  There are 120 files; now count lines.\n  Use wc.\nCounting lines next.\n");
+    const thinking = formatTranscript(
+      renderBranch((await loadSession(fixture("signed-thinking-in-last-assistant"))).branch, defaultConfig()).afterAgent,
+      plain,
+    );
+    expect(thinking).toContain(
+      "#4 assistant anthropic/claude-sonnet-4-5\n[thinking, 45 chars, signed]\n  There are 120 files; now count lines.\n  Use wc.\nCounting lines next.\n",
+    );
   });
 
   it("colors on a TTY only", async () => {

@@ -25,7 +25,11 @@ import { deterministicSummarizer } from "../src/summarize/deterministic.js";
 import { copyTo, providerFaults, piTransform, runCli, SHARED_SESSIONS, tempDir } from "./render-support.js";
 
 const present = existsSync(SHARED_SESSIONS);
-const files = present ? readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).sort() : [];
+const files = present
+  ? readdirSync(SHARED_SESSIONS)
+      .filter((f) => f.endsWith(".jsonl"))
+      .sort()
+  : [];
 const NOW = "2026-02-01T00:00:00.000Z";
 const env = { CONDENSE_NOW: NOW };
 
@@ -77,10 +81,18 @@ describe.skipIf(!present)("shared sessions after run: render and query", () => {
       const run = await runCli(["run", file, "--migrate", "--quiet"], env);
       if (run.code !== 0) {
         // Only a file Pi itself refuses to open is refused, and then nothing is written.
-        expect(original.problems.map((p) => p.kind), run.stderr).toContain("missing-header");
+        expect(
+          original.problems.map((p) => p.kind),
+          run.stderr,
+        ).toContain("missing-header");
         expect(run.code).toBe(2);
         expect(readFileSync(file).equals(bytes)).toBe(true);
-        const plan = await planRun(sessionView(original, config), { summarizer: deterministicSummarizer, concurrency: 4, nowMs: Date.parse(NOW), targetPath: file });
+        const plan = await planRun(sessionView(original, config), {
+          summarizer: deterministicSummarizer,
+          concurrency: 4,
+          nowMs: Date.parse(NOW),
+          targetPath: file,
+        });
         expectNoNewFaults(before, renderBranch(plan.afterBranch, config).after, name);
         const sidecars = new Map(plan.sidecars.map((s) => [s.path, s.text]));
         const indexer = ToolCallIndexer.fromBranch(plan.afterBranch);

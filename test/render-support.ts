@@ -85,7 +85,13 @@ export function writeSession(file: string, outputs: string[], cwd = "/home/user/
   const usage = { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
   const meta = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5", usage };
   add({ role: "user", content: "Dump the logs.", timestamp: BASE_MS + 1000 });
-  add({ role: "assistant", content: outputs.map((_, i) => ({ type: "toolCall", id: `bash_${i}`, name: "bash", arguments: { command: `cat log${i}.txt` } })), ...meta, stopReason: "toolUse", timestamp: BASE_MS + 2000 });
+  add({
+    role: "assistant",
+    content: outputs.map((_, i) => ({ type: "toolCall", id: `bash_${i}`, name: "bash", arguments: { command: `cat log${i}.txt` } })),
+    ...meta,
+    stopReason: "toolUse",
+    timestamp: BASE_MS + 2000,
+  });
   outputs.forEach((text, i) => {
     add({ role: "toolResult", toolCallId: `bash_${i}`, toolName: "bash", content: [{ type: "text", text }], isError: false, timestamp: BASE_MS + 3000 + i });
   });

@@ -14,7 +14,11 @@ import { runCli } from "./cli-harness.js";
 import { copyInto, importPiSessionManager, loose, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 
 const NOW = "2026-02-02T00:00:00.000Z";
-const files = existsSync(SHARED_SESSIONS) ? readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).sort() : [];
+const files = existsSync(SHARED_SESSIONS)
+  ? readdirSync(SHARED_SESSIONS)
+      .filter((f) => f.endsWith(".jsonl"))
+      .sort()
+  : [];
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const tmp = makeTempDir("shared-run");
 afterAll(() => tmp.cleanup());

@@ -250,7 +250,12 @@ describe("spill and dedup", () => {
     expect(summaries.map((s) => s.details.toolCallRefs.map((x: any) => `${x.shortId}=${x.toolCallId}`))).toEqual([["t1=bash_1"], ["t2=bash_2"]]);
     // The reused id bash_1 in the second chain is a duplicate of the first occurrence.
     const alias = entries.find((e) => e.customType === "context-prune-dedup-alias")!;
-    expect(alias.data).toEqual({ newToolCallId: "bash_1", originalToolCallId: "bash_1", newResultTimestamp: 1767261606900, originalResultTimestamp: 1767261602300 });
+    expect(alias.data).toEqual({
+      newToolCallId: "bash_1",
+      originalToolCallId: "bash_1",
+      newResultTimestamp: 1767261606900,
+      originalResultTimestamp: 1767261602300,
+    });
     const indexer = ToolCallIndexer.fromBranch((await loadSession(file)).branch);
     expect(indexer.shortRefFor("bash_1@1767261606900")).toBe("t1");
     expect(indexer.frontier?.outcome).toBe("summarized");
@@ -277,7 +282,11 @@ describe("oversized summaries and concurrency", () => {
     local: false,
     async summarizeBatch(batch) {
       await new Promise((r) => setTimeout(r, Math.floor(Math.random() * 15)));
-      return { ok: true, text: batch.calls.map((c, i) => `- [[${i + 1}:${c.toolName}]] ${"x".repeat(pad)}`).join("\n"), usage: { input: 10, output: 5, cost: 0.001 } };
+      return {
+        ok: true,
+        text: batch.calls.map((c, i) => `- [[${i + 1}:${c.toolName}]] ${"x".repeat(pad)}`).join("\n"),
+        usage: { input: 10, output: 5, cost: 0.001 },
+      };
     },
     async fuseRange(bodies) {
       return { ok: true, text: bodies.join("\n") };
@@ -291,7 +300,14 @@ describe("oversized summaries and concurrency", () => {
     expect(plan.report.batches.summarized).toBe(0);
     expect(loose(plan.entries).map((e) => e.customType)).toEqual(["context-prune-frontier", "context-prune-stats", "context-prune-flush-metrics"]);
     expect(loose(plan.entries[0]).data.outcome).toBe("skipped-oversized");
-    expect(loose(plan.entries[1]).data).toEqual({ totalInputTokens: 20, totalOutputTokens: 10, totalCost: 0.002, callCount: 2, chainsCompressed: 0, rangesSummarized: 0 });
+    expect(loose(plan.entries[1]).data).toEqual({
+      totalInputTokens: 20,
+      totalOutputTokens: 10,
+      totalCost: 0.002,
+      callCount: 2,
+      chainsCompressed: 0,
+      rangesSummarized: 0,
+    });
   });
 
   it("appends the same entries whatever the concurrency and the order answers arrive in", async () => {
@@ -314,7 +330,10 @@ describe("configuration and refusals", () => {
     const cases: [string[], string][] = [
       [["--set", "minBatchChars=-1"], "--set minBatchChars=-1: invalid value -1 for minBatchChars: expected an integer ≥ 0"],
       [["--set", "batchingMode=chain"], '--set batchingMode=chain: invalid value "chain" for batchingMode: expected one of turn, agent-message'],
-      [["--set", "autoBudgetThreshold=1.5"], "--set autoBudgetThreshold=1.5: invalid value 1.5 for autoBudgetThreshold: expected a number in (0, 1], or null to disable"],
+      [
+        ["--set", "autoBudgetThreshold=1.5"],
+        "--set autoBudgetThreshold=1.5: invalid value 1.5 for autoBudgetThreshold: expected a number in (0, 1], or null to disable",
+      ],
       [["--set", "nope=1"], '--set nope=1: unknown configuration key "nope"'],
       [["--concurrency", "0"], '--concurrency: expected a positive integer, got "0"'],
     ];
@@ -329,7 +348,10 @@ describe("configuration and refusals", () => {
   it("reads contextPrune from Pi's settings.json and --config, later sources winning", async () => {
     const { dir, cleanup } = makeTempDir("cfg");
     temps.push(cleanup);
-    writeFileSync(path.join(dir, "settings.json"), JSON.stringify({ contextPrune: { minBatchChars: 10, pruneOn: "agent-message", chainCompression: { rollingWindow: 5 } } }));
+    writeFileSync(
+      path.join(dir, "settings.json"),
+      JSON.stringify({ contextPrune: { minBatchChars: 10, pruneOn: "agent-message", chainCompression: { rollingWindow: 5 } } }),
+    );
     writeFileSync(path.join(dir, "condense.json"), JSON.stringify({ minBatchChars: 20 }));
     const c = loadConfig({ configFile: path.join(dir, "condense.json"), sets: ["purgeErrors.cooldownTurns=4"], env: { PI_CODING_AGENT_DIR: dir } });
     expect(c.minBatchChars).toBe(20);
@@ -463,7 +485,12 @@ describe("a session whose last message waits for tool results", () => {
       id: "0000beef",
       parentId: last.id,
       timestamp: "2026-01-01T10:05:00.000Z",
-      message: { role: "assistant", content: [{ type: "toolCall", id: "toolu_99", name: "bash", arguments: { command: "sleep 100" } }], stopReason: "toolUse", timestamp: 1767261900000 },
+      message: {
+        role: "assistant",
+        content: [{ type: "toolCall", id: "toolu_99", name: "bash", arguments: { command: "sleep 100" } }],
+        stopReason: "toolUse",
+        timestamp: 1767261900000,
+      },
     };
     writeFileSync(file, `${lines.join("\n")}\n${JSON.stringify(pending)}\n`);
     const bytes = readFileSync(file);

@@ -218,9 +218,7 @@ describe("refusals leave the file alone", () => {
     try {
       const error = await appendEntries(session, entries).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(FileLockedError);
-      expect((error as Error).message).toBe(
-        `${file} is locked by another process (is Pi or another condense writing it?); nothing was written`,
-      );
+      expect((error as Error).message).toBe(`${file} is locked by another process (is Pi or another condense writing it?); nothing was written`);
       expect(readFileSync(file).equals(before)).toBe(true);
     } finally {
       await release();

@@ -109,7 +109,10 @@ export function summaryLookup(indexer: Pick<ToolCallIndexer, "summaries">): (key
   const byBare = new Map<string, number[]>();
   indexer.summaries.forEach((s, i) => {
     for (const r of s.refs) {
-      for (const [map, key] of [[byKey, recordKeyOf(r)], [byBare, r.toolCallId]] as const) {
+      for (const [map, key] of [
+        [byKey, recordKeyOf(r)],
+        [byBare, r.toolCallId],
+      ] as const) {
         const list = map.get(key);
         if (!list) map.set(key, [i]);
         else if (list[list.length - 1] !== i) list.push(i);
@@ -165,7 +168,10 @@ export function deterministicChainBody(calls: ChainCall[], refs: string[], fallb
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     .map(([name, n]) => `${name} ×${n}`)
     .join(", ");
-  const byTime = calls.map((c, i) => ({ c, i })).sort((a, b) => a.c.at - b.c.at || a.i - b.i).map((x) => x.c);
+  const byTime = calls
+    .map((c, i) => ({ c, i }))
+    .sort((a, b) => a.c.at - b.c.at || a.i - b.i)
+    .map((x) => x.c);
   const first = byTime[0];
   const last = byTime[byTime.length - 1];
   const seconds = Math.round((last.at - first.at) / 1000);

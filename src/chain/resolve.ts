@@ -17,11 +17,7 @@ export interface ResolvedRange {
  * `finalAssistantTimestamp`, the user one first. Anything else — zero or several matches on
  * either side, a null final timestamp, or the wrong order — is null: the caller drops nothing.
  */
-export function resolveRange(
-  messages: AgentMessage[],
-  startUserTimestamp: number,
-  finalAssistantTimestamp: number | null,
-): ResolvedRange | null {
+export function resolveRange(messages: AgentMessage[], startUserTimestamp: number, finalAssistantTimestamp: number | null): ResolvedRange | null {
   if (typeof finalAssistantTimestamp !== "number") return null;
   let startIndex = -1;
   let endIndex = -1;

@@ -195,8 +195,7 @@ async function runInWorkers<T>(
           progress.start(files[current]);
         } else if (message.type === "result" || message.type === "failure") {
           const path = files[message.id];
-          outcomes[message.id] =
-            message.type === "result" ? { path, result: message.result as T } : { path, error: message.error, exitCode: message.exitCode };
+          outcomes[message.id] = message.type === "result" ? { path, result: message.result as T } : { path, error: message.error, exitCode: message.exitCode };
           progress.finish(path, message.type === "failure");
           current = -1;
         } else void worker.terminate();

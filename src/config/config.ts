@@ -26,8 +26,7 @@ interface KeySpec<T> {
 }
 
 const spec = <T>(fallback: T, check: Validator): KeySpec<T> => ({ default: fallback, check });
-const int = (fallback: number, min: number) =>
-  spec(fallback, (v) => (typeof v === "number" && Number.isInteger(v) && v >= min ? null : `an integer ≥ ${min}`));
+const int = (fallback: number, min: number) => spec(fallback, (v) => (typeof v === "number" && Number.isInteger(v) && v >= min ? null : `an integer ≥ ${min}`));
 const bool = (fallback: boolean) => spec(fallback, (v) => (typeof v === "boolean" ? null : "true or false"));
 const oneOf = <const C extends readonly string[]>(choices: C, fallback: C[number]) =>
   spec<C[number]>(fallback, (v) => (typeof v === "string" && choices.includes(v) ? null : `one of ${choices.join(", ")}`));

@@ -2,21 +2,11 @@
  * Pi's projection of the active branch into the model-visible message list (Pi 1.6
  * `buildContextEntries`, `buildSessionProjection`, `convertToLlm`; SPEC.md section 4).
  */
-import type {
-  AgentMessage,
-  CompactionEntry,
-  ContextEditEntry,
-  CustomMessageEntry,
-  Message,
-  SessionEntry,
-  TextContent,
-} from "../session/types.js";
+import type { AgentMessage, CompactionEntry, ContextEditEntry, CustomMessageEntry, Message, SessionEntry, TextContent } from "../session/types.js";
 
-export const COMPACTION_SUMMARY_PREFIX =
-  "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
+export const COMPACTION_SUMMARY_PREFIX = "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 export const COMPACTION_SUMMARY_SUFFIX = "\n</summary>";
-export const BRANCH_SUMMARY_PREFIX =
-  "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+export const BRANCH_SUMMARY_PREFIX = "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
 export const BRANCH_SUMMARY_SUFFIX = "</summary>";
 
 /** One projected message and the entry it came from. */
@@ -59,10 +49,7 @@ export function entryToMessages(entry: SessionEntry): AgentMessage[] {
       const message = entry.message as AgentMessage & { content?: unknown };
       if (!message || typeof message !== "object") return [];
       if (message.role === "system" && message.content == null) return [{ ...message, content: "" } as AgentMessage];
-      if (
-        (message.role === "user" || message.role === "assistant" || message.role === "toolResult") &&
-        message.content == null
-      ) {
+      if ((message.role === "user" || message.role === "assistant" || message.role === "toolResult") && message.content == null) {
         return [{ ...message, content: [] } as AgentMessage];
       }
       return [message];
@@ -120,12 +107,7 @@ export function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | und
   const replacement = edit.replacement;
   if (replacement === null) return [];
   return messages.map((message) => {
-    if (
-      message.role !== "user" &&
-      message.role !== "assistant" &&
-      message.role !== "toolResult" &&
-      message.role !== "custom"
-    ) {
+    if (message.role !== "user" && message.role !== "assistant" && message.role !== "toolResult" && message.role !== "custom") {
       return message;
     }
     const content =

@@ -68,9 +68,7 @@ export function stubRef(text: string): string | undefined {
 
 /** The synthetic block's text: `<compressed-chain id tools>`, body, relocated protected outputs, closing tag. */
 export function compressedChainText(block: { blockId: string; toolRefs?: string[] }, body: string, protectedOutputs: { tool: string; text: string }[]): string {
-  const relocated = protectedOutputs
-    .map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`)
-    .join("");
+  const relocated = protectedOutputs.map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`).join("");
   return `<compressed-chain id="${block.blockId}" tools="${(block.toolRefs ?? []).join(",")}">\n${body}${relocated}\n</compressed-chain>`;
 }
 

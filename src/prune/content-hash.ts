@@ -17,5 +17,7 @@ export function normalizeResult(text: string): string {
 
 /** Hex SHA-1 of tool name, NUL, normalized result text. */
 export function contentHash(toolName: string, resultText: string): string {
-  return createHash("sha1").update(`${toolName}\0${normalizeResult(resultText)}`).digest("hex");
+  return createHash("sha1")
+    .update(`${toolName}\0${normalizeResult(resultText)}`)
+    .digest("hex");
 }

@@ -24,14 +24,7 @@ import type { Batch, CapturedCall } from "./capture.js";
 import { contentHash } from "./content-hash.js";
 import type { ToolCallIndexer } from "./indexer.js";
 import { spillRecord } from "./spill.js";
-import type {
-  DedupAliasData,
-  FrontierData,
-  FrontierOutcome,
-  SummaryDetails,
-  SummaryToolCallRef,
-  ToolCallRecord,
-} from "../entries/types.js";
+import type { DedupAliasData, FrontierData, FrontierOutcome, SummaryDetails, SummaryToolCallRef, ToolCallRecord } from "../entries/types.js";
 
 export interface FlushOptions {
   config: PruneConfig;
@@ -160,7 +153,12 @@ function planSpill(
 }
 
 /** Phase B of a batch: dedup against earlier groups, trivial check. */
-function planRest(batch: Batch, rest: CapturedCall[], hashes: HashState, config: PruneConfig): Pick<Plan, "aliases" | "remaining" | "rawChars" | "dedupedChars" | "trivial" | "signature"> {
+function planRest(
+  batch: Batch,
+  rest: CapturedCall[],
+  hashes: HashState,
+  config: PruneConfig,
+): Pick<Plan, "aliases" | "remaining" | "rawChars" | "dedupedChars" | "trivial" | "signature"> {
   const aliases: { call: CapturedCall; originalKey: string }[] = [];
   const remaining: CapturedCall[] = [];
   let dedupedChars = 0;
@@ -390,7 +388,11 @@ class RealPass {
     const { indexer } = this;
     if (!this.options.summarizer.local) this.result.modelCalls++;
     const refs = plan.remaining.map((call, k) => indexer.previewRef(call, k));
-    const text = composeSummary(answer.text, refs, plan.remaining.map((c) => c.toolName));
+    const text = composeSummary(
+      answer.text,
+      refs,
+      plan.remaining.map((c) => c.toolName),
+    );
     if (text.length > plan.rawChars) return { kind: "skipped-oversized", summaryChars: text.length };
     const committed = plan.remaining.map((call) => indexer.allocateRef(call));
     const records = plan.remaining.map((call) => toRecord(call, plan.batch));

@@ -198,8 +198,7 @@ export class ToolCallIndexer {
       const record = this.records.get(originalKey);
       if (record) out.push({ key: newKey, record, aliasOf: originalKey });
     }
-    const at = (e: { key: string; record: ToolCallRecord }) =>
-      parseOccurrenceKey(e.key).resultTimestamp ?? e.record.resultTimestamp ?? e.record.timestamp;
+    const at = (e: { key: string; record: ToolCallRecord }) => parseOccurrenceKey(e.key).resultTimestamp ?? e.record.resultTimestamp ?? e.record.timestamp;
     return out.sort((a, b) => at(a) - at(b));
   }
 }

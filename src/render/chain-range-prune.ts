@@ -98,7 +98,11 @@ function chainBody(entry: ChainEntryData, covering: () => ReturnType<typeof summ
  * block after its start (unless a second application finds it there), strip the final reply's
  * thinking (unless it is the last assistant message), and report ids that drifted.
  */
-function editRange(messages: AgentMessage[], r: Accepted, c: { edits: Edits; present: Set<string>; lastAssistant: number; ctx: PruneContext; report: Report; covering: () => ReturnType<typeof summaryLookup> }): void {
+function editRange(
+  messages: AgentMessage[],
+  r: Accepted,
+  c: { edits: Edits; present: Set<string>; lastAssistant: number; ctx: PruneContext; report: Report; covering: () => ReturnType<typeof summaryLookup> },
+): void {
   const { entry, startIndex, endIndex } = r;
   const { drop, droppedIds, droppedKeys } = c.edits;
   const applied = c.present.has(entry.blockId);

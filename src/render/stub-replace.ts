@@ -22,12 +22,7 @@ export function lookupKeyOf(message: ToolResultMessage, indexer: ToolCallIndexer
  * Replace indexed tool results with stubs.
  * @returns the same array when nothing changed
  */
-export function stubReplace(
-  messages: AgentMessage[],
-  indexer: ToolCallIndexer,
-  isProtected: ProtectionTest,
-  graceTurns: number,
-): AgentMessage[] {
+export function stubReplace(messages: AgentMessage[], indexer: ToolCallIndexer, isProtected: ProtectionTest, graceTurns: number): AgentMessage[] {
   const grace = recoveryGraceKeys(messages, graceTurns);
   let out: AgentMessage[] | null = null;
   messages.forEach((m, i) => {

@@ -35,9 +35,7 @@ function contentText(content: unknown): string {
 function origin(m: AgentMessage): { label: string; pruner: boolean } | undefined {
   switch (m.role) {
     case "custom":
-      return m.customType === CUSTOM_TYPES.summary
-        ? { label: "pruner summary", pruner: true }
-        : { label: `custom message ${m.customType}`, pruner: false };
+      return m.customType === CUSTOM_TYPES.summary ? { label: "pruner summary", pruner: true } : { label: `custom message ${m.customType}`, pruner: false };
     case "bashExecution":
       return { label: "bash execution", pruner: false };
     case "branchSummary":

@@ -42,7 +42,10 @@ export function budgetChart(rows: BudgetRow[], options: ChartOptions = {}): stri
   }
   const top = Math.max(...columns.map((c) => Math.max(c.tokens ?? 0, c.level ?? 0)), 1);
   const levelRowOf = (level: number) => Math.min(height - 1, Math.floor((level / top) * height));
-  const labels = new Map<number, string>([[height - 1, shortTokens(top)], [0, "0"]]);
+  const labels = new Map<number, string>([
+    [height - 1, shortTokens(top)],
+    [0, "0"],
+  ]);
   const distinctLevels = [...new Set(columns.map((c) => c.level).filter((l): l is number => l !== null))];
   if (distinctLevels.length === 1) labels.set(levelRowOf(distinctLevels[0]), shortTokens(distinctLevels[0]));
   const labelWidth = Math.max(...[...labels.values()].map((l) => l.length));

@@ -79,12 +79,7 @@ class Collector {
  * @param renderDiagnostics diagnostics of the render of the same branch (unresolved chain ranges)
  * @param branch the branch entries (to locate chain entries named by a render diagnostic)
  */
-export function findDiagnostics(
-  items: ContextItem[],
-  renderDiagnostics: RenderDiagnostic[],
-  branch: SessionEntry[],
-  lineOf: LineOf,
-): Diagnostics {
+export function findDiagnostics(items: ContextItem[], renderDiagnostics: RenderDiagnostic[], branch: SessionEntry[], lineOf: LineOf): Diagnostics {
   const found = scanPairs(items, lineOf);
   const unresolved = new Collector();
   for (const d of renderDiagnostics) {

@@ -84,20 +84,14 @@ export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = pro
     const header = await peekHeader(p);
     if (header && (!root.flat || (typeof header.cwd === "string" && resolve(header.cwd) === resolve(cwd)))) return p;
   }
-  throw new UsageError(
-    `no session argument given and no Pi session found for ${resolve(cwd)} in ${dir}; ` +
-      "pass a session file, directory, glob or session id",
-  );
+  throw new UsageError(`no session argument given and no Pi session found for ${resolve(cwd)} in ${dir}; pass a session file, directory, glob or session id`);
 }
 
 /**
  * Resolve command-line session arguments to files, in argument order, without duplicates.
  * @throws UsageError for an argument that matches nothing, or an ambiguous id prefix
  */
-export async function resolveSessionArgs(
-  args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<string[]> {
+export async function resolveSessionArgs(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string[]> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   if (args.length === 0) return [await latestSessionFor(cwd, env)];
@@ -141,10 +135,11 @@ async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv): Promise<str
   const matches = exact.length > 0 ? exact : files.filter((p) => idFromFileName(p)?.startsWith(idOrPrefix));
   if (matches.length === 1) return matches[0];
   if (matches.length > 1) {
-    const list = matches.slice(0, 10).map((p) => `  ${p}`).join("\n");
+    const list = matches
+      .slice(0, 10)
+      .map((p) => `  ${p}`)
+      .join("\n");
     throw new UsageError(`${idOrPrefix}: session id prefix is ambiguous, ${matches.length} sessions match:\n${list}`);
   }
-  throw new UsageError(
-    `${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`,
-  );
+  throw new UsageError(`${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`);
 }

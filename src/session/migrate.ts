@@ -31,10 +31,7 @@ export function deterministicId(seed: string, index: number, taken: Set<string>)
  *   file's parsed lines, header included) becomes `firstKeptEntryId`.
  * - v2 → v3: message role `hookMessage` becomes `custom`.
  */
-export function migrateEntries(
-  header: SessionHeader | null,
-  entries: SessionEntry[],
-): { entries: SessionEntry[]; fromVersion: number } {
+export function migrateEntries(header: SessionHeader | null, entries: SessionEntry[]): { entries: SessionEntry[]; fromVersion: number } {
   // Pi reads `header.version ?? 1` and compares with `<` / `>=`, so "3" counts as 3; a value that is
   // no number at all compares false both ways, and Pi then migrates nothing.
   const declared = header ? Number(header.version ?? 1) : CURRENT_SESSION_VERSION;

@@ -175,12 +175,7 @@ class LineParser {
   private reject(text: string, offset: number, terminated: boolean): void {
     if (!terminated) {
       this.truncatedFinal = true;
-      this.warn(
-        "truncated-final-line",
-        offset,
-        text,
-        "the final line is cut off mid-object (no newline, not valid JSON); skipped",
-      );
+      this.warn("truncated-final-line", offset, text, "the final line is cut off mid-object (no newline, not valid JSON); skipped");
       return;
     }
     if (text.charCodeAt(0) === 0xfeff) {

@@ -5,15 +5,7 @@
  * (`custom`, `bashExecution`, `branchSummary`, `compactionSummary`) are declared here because
  * `@earendil-works/pi-coding-agent` cannot be imported on Node 20.
  */
-import type {
-  AssistantMessage,
-  ImageContent,
-  Message,
-  TextContent,
-  ToolCall,
-  ToolResultMessage,
-  UserMessage,
-} from "@earendil-works/pi-ai";
+import type { AssistantMessage, ImageContent, Message, TextContent, ToolCall, ToolResultMessage, UserMessage } from "@earendil-works/pi-ai";
 
 export type { AssistantMessage, ImageContent, Message, TextContent, ToolCall, ToolResultMessage, UserMessage };
 
@@ -191,12 +183,7 @@ export interface CompactionSummaryMessage {
 }
 
 /** A message as Pi holds it before `convertToLlm`: pi-ai's roles plus Pi's own. */
-export type AgentMessage =
-  | Message
-  | CustomMessage
-  | BashExecutionMessage
-  | BranchSummaryMessage
-  | CompactionSummaryMessage;
+export type AgentMessage = Message | CustomMessage | BashExecutionMessage | BranchSummaryMessage | CompactionSummaryMessage;
 
 /** Where an entry sits in its file: 1-based line number and 0-based byte offset of the line start. */
 export interface EntryLocation {

@@ -15,7 +15,10 @@ import type { NewEntry, SessionEntry } from "./types.js";
 
 /** Thrown when the file changed between read and write; nothing was written (exit 1). */
 export class FileChangedError extends CondenseError {
-  constructor(readonly path: string, detail: string) {
+  constructor(
+    readonly path: string,
+    detail: string,
+  ) {
     super(`${path} changed since it was read (${detail}); nothing was written — run again`, 1);
     this.name = "FileChangedError";
   }
@@ -26,7 +29,11 @@ export class FileChangedError extends CondenseError {
  * file, so nothing is undone (exit 1).
  */
 export class ConcurrentAppendError extends CondenseError {
-  constructor(readonly path: string, expected: number, found: number) {
+  constructor(
+    readonly path: string,
+    expected: number,
+    found: number,
+  ) {
     super(
       `${path}: another writer appended while condense wrote (expected ${expected} bytes, found ${found}); ` +
         "both appends are in the file and condense's entries may not be on the active branch — run `condense render` to check",
@@ -50,11 +57,17 @@ export class FileLockedError extends CondenseError {
  */
 export class IdAllocator {
   private counter = 0;
-  constructor(private readonly taken: Set<string>, private readonly seed: string) {}
+  constructor(
+    private readonly taken: Set<string>,
+    private readonly seed: string,
+  ) {}
 
   next(): string {
     for (;;) {
-      const id = createHash("sha256").update(`${this.seed}\0${this.counter++}`).digest("hex").slice(0, 8);
+      const id = createHash("sha256")
+        .update(`${this.seed}\0${this.counter++}`)
+        .digest("hex")
+        .slice(0, 8);
       if (!this.taken.has(id)) {
         this.taken.add(id);
         return id;

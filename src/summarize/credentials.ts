@@ -43,7 +43,8 @@ export function readAuthFile(path: string): Record<string, StoredCredential> {
   } catch (error) {
     throw new UsageError(`${path}: not valid JSON: ${(error as Error).message}`);
   }
-  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new UsageError(`${path}: expected a JSON object of credentials by provider`);
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
+    throw new UsageError(`${path}: expected a JSON object of credentials by provider`);
   for (const [provider, value] of Object.entries(parsed)) {
     const v = value as Record<string, unknown> | null;
     const ok =
@@ -151,7 +152,9 @@ export function resolveConfigValue(value: string, context: ValueContext): string
   const parts = parseTemplate(value);
   const missing = parts.flatMap((p) => ("env" in p && lookup(p.env) === undefined ? [p.env] : []));
   if (missing.length > 0) {
-    throw new UsageError(`${context.description}: environment variable${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not set`);
+    throw new UsageError(
+      `${context.description}: environment variable${missing.length > 1 ? "s" : ""} ${missing.join(", ")} ${missing.length > 1 ? "are" : "is"} not set`,
+    );
   }
   return parts.map((p) => ("env" in p ? (lookup(p.env) ?? "") : p.text)).join("");
 }
@@ -227,7 +230,9 @@ export async function resolveProviderAuth(input: AuthInputs): Promise<ResolvedAu
   let scoped: Record<string, string> | undefined;
   if (stored?.type === "api_key") {
     scoped = stored.env;
-    const key = stored.key ? resolveConfigValue(stored.key, { description: `API key for provider "${provider}" in ${input.authPath}`, env, scoped }) : undefined;
+    const key = stored.key
+      ? resolveConfigValue(stored.key, { description: `API key for provider "${provider}" in ${input.authPath}`, env, scoped })
+      : undefined;
     result = await viaProvider(key, scoped);
     source = input.authPath;
   } else if (configured?.apiKey !== undefined) {

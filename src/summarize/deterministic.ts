@@ -107,8 +107,7 @@ export function summarizeDeterministically(batch: SummaryBatch): string {
   const budget = raw - FOOTER_ALLOWANCE - FOOTER_PER_CALL * batch.calls.length;
   const heads = batch.calls.map((c, i) => header(c, i + 1));
   const notes = batch.calls.map((c) => notableLines(c));
-  const render = () =>
-    heads.map((h, i) => [h, ...notes[i].map((l) => `  - ${l}`)].join("\n")).join("\n");
+  const render = () => heads.map((h, i) => [h, ...notes[i].map((l) => `  - ${l}`)].join("\n")).join("\n");
   let text = render();
   while (text.length > budget) {
     // Drop the last notable line of the call that keeps the most.

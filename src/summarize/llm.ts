@@ -16,7 +16,17 @@
  * Results never throw: every outcome is a {@link SummarizerResult}. Usage sums every request made
  * for the call (retries and fallback included); cost is pi-ai's (`usage.cost.total`, USD).
  */
-import { isRetryableAssistantError, retryDelayMs, type Api, type AssistantMessage, type Context, type Model, type Models, type SimpleStreamOptions, type ThinkingLevel } from "@earendil-works/pi-ai";
+import {
+  isRetryableAssistantError,
+  retryDelayMs,
+  type Api,
+  type AssistantMessage,
+  type Context,
+  type Model,
+  type Models,
+  type SimpleStreamOptions,
+  type ThinkingLevel,
+} from "@earendil-works/pi-ai";
 import { performance } from "node:perf_hooks";
 import type { ThinkingSetting } from "../config/config.js";
 import { BATCH_INSTRUCTIONS, batchMessage, FUSION_INSTRUCTIONS, fusionMessage } from "./prompt.js";
@@ -44,7 +54,8 @@ export interface LlmSummarizerOptions {
   now?: () => number;
 }
 
-const AUTH_FAILURE = /(?<![0-9])(?:401|403)(?![0-9])|unauthori[sz]ed|forbidden|authentication|invalid[ _-]?(?:api[ _-]?key|x-api-key|token|credentials)|incorrect api key|no api key|api key (?:not|is) (?:valid|set|found)|permission[ _-]denied/i;
+const AUTH_FAILURE =
+  /(?<![0-9])(?:401|403)(?![0-9])|unauthori[sz]ed|forbidden|authentication|invalid[ _-]?(?:api[ _-]?key|x-api-key|token|credentials)|incorrect api key|no api key|api key (?:not|is) (?:valid|set|found)|permission[ _-]denied/i;
 
 /** A response's usage in summarizer terms (tokens in and out, cost in USD); zero when it has none. */
 function usageOf(message: AssistantMessage): SummarizerUsage {
@@ -187,11 +198,15 @@ class LlmSummarizer implements Summarizer {
         }
         if (attempt < this.retry.maxRetries && isRetryableAssistantError(message)) {
           const delay = retryDelayMs({ baseDelayMs: this.retry.baseDelayMs, maxAgentDelayMs: this.retry.maxDelayMs }, attempt + 1);
-          if (!(await sleep(delay, signal))) return { result: { ok: false, kind: "aborted", reason: "aborted", ...(hasUsage(usage) ? { usage } : {}) }, transient: false };
+          if (!(await sleep(delay, signal)))
+            return { result: { ok: false, kind: "aborted", reason: "aborted", ...(hasUsage(usage) ? { usage } : {}) }, transient: false };
           continue;
         }
         const tries = attempt + 1;
-        return { result: withUsage({ ok: false, kind: "transient", reason: `${modelName(model)}: ${text}${tries > 1 ? ` (${tries} attempts)` : ""}` }), transient: true };
+        return {
+          result: withUsage({ ok: false, kind: "transient", reason: `${modelName(model)}: ${text}${tries > 1 ? ` (${tries} attempts)` : ""}` }),
+          transient: true,
+        };
       }
       const text = answerText(message);
       if (message.stopReason === "length") {

@@ -164,7 +164,14 @@ function readModelsStore(path: string): Record<string, Model<Api>[]> {
     for (const [provider, entry] of Object.entries(data ?? {})) {
       if (!Array.isArray(entry?.models)) continue;
       out[provider] = (entry.models as Model<Api>[]).filter(
-        (m) => m && typeof m === "object" && (m.type === undefined || m.type === "chat") && m.provider === provider && typeof m.id === "string" && typeof m.api === "string" && typeof m.baseUrl === "string",
+        (m) =>
+          m &&
+          typeof m === "object" &&
+          (m.type === undefined || m.type === "chat") &&
+          m.provider === provider &&
+          typeof m.id === "string" &&
+          typeof m.api === "string" &&
+          typeof m.baseUrl === "string",
       );
     }
     return out;

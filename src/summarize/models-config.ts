@@ -65,13 +65,26 @@ function checkStringMap(v: unknown, path: string, where: string): void {
 }
 
 function checkModelFields(m: Record<string, unknown>, path: string, where: string): void {
-  for (const key of ["name", "api", "baseUrl"] as const) check(m[key] === undefined || (typeof m[key] === "string" && m[key] !== ""), path, `${where}.${key}`, "a non-empty string");
+  for (const key of ["name", "api", "baseUrl"] as const)
+    check(m[key] === undefined || (typeof m[key] === "string" && m[key] !== ""), path, `${where}.${key}`, "a non-empty string");
   check(m.reasoning === undefined || typeof m.reasoning === "boolean", path, `${where}.reasoning`, "true or false");
-  for (const key of ["contextWindow", "maxTokens"] as const) check(m[key] === undefined || (typeof m[key] === "number" && (m[key] as number) > 0), path, `${where}.${key}`, "a number above 0");
-  check(m.input === undefined || (Array.isArray(m.input) && m.input.every((x) => x === "text" || x === "image")), path, `${where}.input`, `an array of "text" / "image"`);
-  check(m.cost === undefined || (isObject(m.cost) && Object.entries(m.cost).every(([k, x]) => k === "tiers" || typeof x === "number")), path, `${where}.cost`, "an object of numbers (input, output, cacheRead, cacheWrite)");
+  for (const key of ["contextWindow", "maxTokens"] as const)
+    check(m[key] === undefined || (typeof m[key] === "number" && (m[key] as number) > 0), path, `${where}.${key}`, "a number above 0");
+  check(
+    m.input === undefined || (Array.isArray(m.input) && m.input.every((x) => x === "text" || x === "image")),
+    path,
+    `${where}.input`,
+    `an array of "text" / "image"`,
+  );
+  check(
+    m.cost === undefined || (isObject(m.cost) && Object.entries(m.cost).every(([k, x]) => k === "tiers" || typeof x === "number")),
+    path,
+    `${where}.cost`,
+    "an object of numbers (input, output, cacheRead, cacheWrite)",
+  );
   checkStringMap(m.headers, path, `${where}.headers`);
-  for (const key of ["compat", "thinkingLevelMap", "samplingParams", "samplingParamsByThinkingLevel"] as const) check(m[key] === undefined || isObject(m[key]), path, `${where}.${key}`, "an object");
+  for (const key of ["compat", "thinkingLevelMap", "samplingParams", "samplingParamsByThinkingLevel"] as const)
+    check(m[key] === undefined || isObject(m[key]), path, `${where}.${key}`, "an object");
 }
 
 /**
@@ -98,7 +111,8 @@ export function readModelsFile(path: string): ModelsConfig | null {
     const where = `providers.${id}`;
     check(isObject(p), path, where, "an object");
     const c = p as Record<string, unknown>;
-    for (const key of ["name", "baseUrl", "apiKey", "api"] as const) check(c[key] === undefined || (typeof c[key] === "string" && c[key] !== ""), path, `${where}.${key}`, "a non-empty string");
+    for (const key of ["name", "baseUrl", "apiKey", "api"] as const)
+      check(c[key] === undefined || (typeof c[key] === "string" && c[key] !== ""), path, `${where}.${key}`, "a non-empty string");
     check(c.authHeader === undefined || typeof c.authHeader === "boolean", path, `${where}.authHeader`, "true or false");
     checkStringMap(c.headers, path, `${where}.headers`);
     check(c.compat === undefined || isObject(c.compat), path, `${where}.compat`, "an object");

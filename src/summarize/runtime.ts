@@ -39,9 +39,14 @@ function memoizedApi(load: () => Promise<ApiModule>): ProviderStreams {
     return loading;
   };
   return {
-    stream: (model, context, options) => (module ? module.stream(model, context, options) : lazyStream(model, async () => (await get()).stream(model, context, options), undefined, options?.signal)),
+    stream: (model, context, options) =>
+      module
+        ? module.stream(model, context, options)
+        : lazyStream(model, async () => (await get()).stream(model, context, options), undefined, options?.signal),
     streamSimple: (model, context, options) =>
-      module ? module.streamSimple(model, context, options) : lazyStream(model, async () => (await get()).streamSimple(model, context, options), undefined, options?.signal),
+      module
+        ? module.streamSimple(model, context, options)
+        : lazyStream(model, async () => (await get()).streamSimple(model, context, options), undefined, options?.signal),
   };
 }
 

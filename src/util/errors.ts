@@ -3,7 +3,10 @@
  * unusable input (nothing written), 1 for a runtime failure.
  */
 export class CondenseError extends Error {
-  constructor(message: string, readonly exitCode: 1 | 2 | 3 | 130) {
+  constructor(
+    message: string,
+    readonly exitCode: 1 | 2 | 3 | 130,
+  ) {
     super(message);
     this.name = "CondenseError";
   }

@@ -42,13 +42,12 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     .option("--delta <fraction>", "budgetTurnDelta: (0, 1], or off (default: the configuration's, 0.04)")
     .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
     .addOption(new Option("--no-chart", "leave out the chart"));
-  withConfigOptions(cmd)
-    .addHelpText(
-      "after",
-      `\nBudget fires when tokens ≥ min(${MAX_BUDGET_WINDOW}, threshold × window); delta fires when tokens / min(window, ${MAX_BUDGET_WINDOW})\n` +
-        "grew by at least delta since the previous evaluated turn (never on the first).\n" +
-        "\nExamples:\n  condense budget session.jsonl\n  condense budget session.jsonl --threshold 0.5 --delta off --json",
-    );
+  withConfigOptions(cmd).addHelpText(
+    "after",
+    `\nBudget fires when tokens ≥ min(${MAX_BUDGET_WINDOW}, threshold × window); delta fires when tokens / min(window, ${MAX_BUDGET_WINDOW})\n` +
+      "grew by at least delta since the previous evaluated turn (never on the first).\n" +
+      "\nExamples:\n  condense budget session.jsonl\n  condense budget session.jsonl --threshold 0.5 --delta off --json",
+  );
   withCommonOptions(cmd).action(async (arg: string | undefined, options: BudgetOptions) => {
     const out = new Output(options);
     const config = loadConfig(configSources(options));
@@ -106,7 +105,11 @@ function formatRows(rows: BudgetRow[], out: Output): string[] {
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const right = new Set([0, 2, 4, 5, 6, 7, 8]);
-  const line = (c: string[]) => c.map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i]))).join("  ").trimEnd();
+  const line = (c: string[]) =>
+    c
+      .map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   const lines = [out.c.bold(line(head))];
   rows.forEach((r, i) => {
     const text = line(cells[i]);
@@ -140,7 +143,10 @@ function formatBudget(path: string, report: BudgetReport, chart: boolean, out: O
     const width = Math.max(20, Math.min(80, ((out.stdout as { columns?: number }).columns ?? 80) - 10));
     const plot = budgetChart(report.rows, { width });
     if (plot.length > 0) {
-      lines.push("", `tokens per tool-using turn (─ budget level${report.rows.length > width ? `, ${Math.ceil(report.rows.length / width)} turns per column` : ""}; B budget, D delta)`);
+      lines.push(
+        "",
+        `tokens per tool-using turn (─ budget level${report.rows.length > width ? `, ${Math.ceil(report.rows.length / width)} turns per column` : ""}; B budget, D delta)`,
+      );
       lines.push(...plot);
     }
   }

@@ -63,20 +63,23 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     .description("context metrics and structural diagnostics of sessions; limits turn it into a CI gate (exit 3)")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
-    .addOption(new Option("--tokenizer <name>", "token estimate: chars4 = round(chars / 4), as the extension; o200k = real tokens").choices(TOKENIZER_NAMES).default("chars4"))
+    .addOption(
+      new Option("--tokenizer <name>", "token estimate: chars4 = round(chars / 4), as the extension; o200k = real tokens")
+        .choices(TOKENIZER_NAMES)
+        .default("chars4"),
+    )
     .option("--max-frontier-gap <tokens>", "fail (exit 3) when unsummarized tool results past the frontier exceed this")
     .option("--max-chain-share <percent>", "fail when the largest chain or open segment exceeds this share of the branch")
     .option("--max-open-thinking <tokens>", "fail when thinking after the last text-only reply exceeds this")
     .option("--max-context <tokens>", "fail when the rendered context after pruning exceeds this")
     .option("--fail-on-diagnostics", "fail on any structural diagnostic (orphan, unanswered call, duplicate or reused id, split, unresolved range)");
-  withConfigOptions(cmd)
-    .addHelpText(
-      "after",
-      "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
-        "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
-        "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
-        "  condense metrics sessions/ --max-frontier-gap 20000 --max-chain-share 80 --fail-on-diagnostics",
-    );
+  withConfigOptions(cmd).addHelpText(
+    "after",
+    "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
+      "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
+      "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
+      "  condense metrics sessions/ --max-frontier-gap 20000 --max-chain-share 80 --fail-on-diagnostics",
+  );
   withCommonOptions(cmd).action(async (args: string[], options: MetricsOptions) => {
     const out = new Output(options);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());

@@ -27,10 +27,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
     .option("--session <session>", "session file, id or id prefix (default: latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
-    .addHelpText(
-      "after",
-      "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json",
-    );
+    .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
     const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : []);

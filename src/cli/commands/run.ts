@@ -195,18 +195,25 @@ function formatReport(results: RunFileResult[], out: Output): string {
     row(r, names[i], r.dryRun ? `would add ${r.entriesAppended}` : r.written ? `+${r.entriesAppended}` : r.backup ? "migrated only" : "nothing to do"),
   );
   if (results.length > 1) rows.push(totalsRow(results, out, row));
-  const table = out.table(
-    ["session", "batches", "summarized", "skipped t/d/o", "spilled", "chains", "context ~tokens", "entries"],
-    rows,
-    ["left", "right", "right", "right", "right", "right", "right", "left"],
-  );
+  const table = out.table(["session", "batches", "summarized", "skipped t/d/o", "spilled", "chains", "context ~tokens", "entries"], rows, [
+    "left",
+    "right",
+    "right",
+    "right",
+    "right",
+    "right",
+    "right",
+    "left",
+  ]);
   const lines = [table];
   const wall = results.reduce((t, r) => t + r.wallMs, 0);
   lines.push(out.c.dim(`skipped t/d/o = trivial / deduplicated / oversized · ${(wall / 1000).toFixed(2)} s`));
   for (const r of results) {
     if (r.usage.calls > 0) {
       const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
-      lines.push(`${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`);
+      lines.push(
+        `${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`,
+      );
     }
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
   }
