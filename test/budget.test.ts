@@ -32,7 +32,7 @@ async function replay(name: string, options: Partial<BudgetOptions> = {}) {
 
 const pick = (rows: BudgetRow[], ...keys: (keyof BudgetRow)[]) => rows.map((r) => Object.fromEntries(keys.map((k) => [k, r[k]])));
 
-describe("budget math (seeds/PRUNING.md, facts §12)", () => {
+describe("budget math (docs/design.md)", () => {
   it("the level never divides: min(300000, threshold × window)", () => {
     expect(MAX_BUDGET_WINDOW).toBe(300_000);
     expect(budgetLevel(0.4, 1_000_000)).toBe(300_000);

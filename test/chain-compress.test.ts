@@ -1,5 +1,5 @@
 /**
- * Chain compression end to end on hand-written fixtures (SPEC.md section 6 step 8, section 7
+ * Chain compression end to end on hand-written fixtures (docs/design.md §6 step 8, section 7
  * phase 3): `condense run` appends the chain entries, the render applies them.
  */
 import { createHash } from "node:crypto";

@@ -17,7 +17,7 @@ import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
 const metricsOf = async (name: string) => computeSessionMetrics(sessionView(await openSession(fixture(name), "read"), defaultConfig()));
 
-describe("context metrics (facts §12) on small fixtures", () => {
+describe("context metrics (docs/design.md §9) on small fixtures", () => {
   it("a session that is one open chain: 100% share, all thinking open, every result in the gap", async () => {
     const m = await metricsOf("metrics-one-open-chain.jsonl");
     // Thinking blocks (JSON) are 119 + 103 + 79 = 301 chars → round(301 / 4) = 75.
@@ -142,7 +142,7 @@ describe("context metrics (facts §12) on small fixtures", () => {
   });
 });
 
-describe("structural diagnostics (SPEC.md section 9)", () => {
+describe("structural diagnostics (docs/design.md §9)", () => {
   it("finds each shape once, with entry id and line", async () => {
     const m = await metricsOf("diagnostics-shapes.jsonl");
     expect(m.diagnostics).toEqual({

@@ -1,5 +1,5 @@
 /**
- * Chain compression at run time (SPEC.md section 6 step 8; seeds/PRUNING.md "Chain Compression",
+ * Chain compression at run time (docs/design.md §6 step 8; docs/design.md "Chain Compression",
  * "Rolling window", "Range summary fusion", "Deterministic fallback (uncovered chains)",
  * "Protected-output relocation"): closed chains older than the `rollingWindow` most recent ones
  * become `context-prune-chain` entries. The body is, in order of preference, one fused summary of

@@ -1,5 +1,5 @@
 /**
- * Chain detection (seeds/PRUNING.md "What a closed chain is"): a user message opens a chain; tool
+ * Chain detection (docs/design.md "What a closed chain is"): a user message opens a chain; tool
  * turns follow; a text-only assistant reply closes it. A user message arriving while a chain is
  * open ends it as interrupted. The segment still open at the end is not a chain.
  */

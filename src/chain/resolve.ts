@@ -1,5 +1,5 @@
 /**
- * Positional chain ranges (seeds/PRUNING.md "Identification model: positional ranges, not ids"):
+ * Positional chain ranges (docs/design.md "Identification model: positional ranges, not ids"):
  * a chain entry names its boundaries by message timestamps, never by ids, and resolves fail-closed.
  */
 import type { AgentMessage } from "../session/types.js";

@@ -1,5 +1,5 @@
 /**
- * The command line (SPEC.md section 2). Each command lives in `commands/`; this file wires them
+ * The command line (docs/design.md §2). Each command lives in `commands/`; this file wires them
  * into commander, and turns errors into exit codes: 0 success, 1 runtime failure, 2 usage error or
  * unusable input, 3 metrics threshold crossed.
  */

@@ -1,5 +1,5 @@
 /**
- * Options shared by the commands, declared once (SPEC.md section 2): `--json` and `--quiet` on every
+ * Options shared by the commands, declared once (docs/design.md §2): `--json` and `--quiet` on every
  * command; `--config FILE` and repeatable `--set key=value` on the commands that read the pruning
  * configuration. Also the holder through which a command reports its exit code.
  */

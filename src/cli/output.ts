@@ -1,5 +1,5 @@
 /**
- * Where output goes (SPEC.md section 2): data to stdout, progress and warnings to stderr; colors
+ * Where output goes (docs/design.md §2): data to stdout, progress and warnings to stderr; colors
  * only on a TTY (chalk honors NO_COLOR / FORCE_COLOR); spinners only on a TTY stderr and never
  * with --json; tables with cli-table3.
  */

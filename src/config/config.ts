@@ -1,5 +1,5 @@
 /**
- * Pruning configuration (SPEC.md section 3; keys and defaults are the seed's).
+ * Pruning configuration (docs/design.md §3; keys and defaults are the seed's).
  *
  * Sources, later wins: built-in defaults → `contextPrune` in `$PI_CODING_AGENT_DIR/settings.json`
  * → `--config FILE` → `--set key=value` and dedicated flags. Invalid values are usage errors that
@@ -38,7 +38,7 @@ const modelRef = (fallback: string) =>
   spec(fallback, (v) => (v === "default" || (typeof v === "string" && /^[^/\s]+\/\S+$/.test(v)) ? null : `"default" or "provider/model-id"`));
 
 /**
- * Every configuration key, declared once: its default (SPEC.md section 3) and its validator, nested
+ * Every configuration key, declared once: its default (docs/design.md §3) and its validator, nested
  * as in `contextPrune`. {@link PruneConfig} is derived from it; dotted names (`chainCompression.enabled`)
  * address the nested ones in `--set` and in error messages.
  */
@@ -83,7 +83,7 @@ export const CONFIG_KEYS: Record<string, Validator> = {};
   }
 })(KEYS, "");
 
-/** Built-in defaults (SPEC.md section 3), fresh arrays and objects on every call. */
+/** Built-in defaults (docs/design.md §3), fresh arrays and objects on every call. */
 export function defaultConfig(): PruneConfig {
   const build = (specs: Record<string, Spec>): Record<string, unknown> =>
     Object.fromEntries(

@@ -1,6 +1,6 @@
 /**
  * Pi's projection of the active branch into the model-visible message list (Pi 1.6
- * `buildContextEntries`, `buildSessionProjection`, `convertToLlm`; SPEC.md section 4).
+ * `buildContextEntries`, `buildSessionProjection`, `convertToLlm`; docs/design.md §4).
  */
 import type { AgentMessage, CompactionEntry, ContextEditEntry, CustomMessageEntry, Message, SessionEntry, TextContent } from "../session/types.js";
 

@@ -1,5 +1,5 @@
 /**
- * The message vocabulary the pruner shares with the extension (seeds/PRUNING.md "Occurrence
+ * The message vocabulary the pruner shares with the extension (docs/design.md "Occurrence
  * Identity", "Stub-replace instead of delete", "Synthetic message format"), each text produced and
  * parsed side by side:
  * - occurrence keys: a tool call is named `toolCallId@resultTimestamp` (provider ids recur);

@@ -1,5 +1,5 @@
 /**
- * Every `context-prune-*` entry condense writes is built here (SPEC.md section 5), in the field
+ * Every `context-prune-*` entry condense writes is built here (docs/design.md §5), in the field
  * order the extension writes: `custom` entries carry `data`; the summary is a `custom_message`
  * (hidden from the TUI, so it enters only the model's context). Ids, parents and timestamps are
  * added when the entries are chained (`session/writer.ts` `chainEntries`).

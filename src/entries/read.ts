@@ -1,5 +1,5 @@
 /**
- * Every `context-prune-*` entry condense reads is read here (SPEC.md section 5; the extension's
+ * Every `context-prune-*` entry condense reads is read here (docs/design.md §5; the extension's
  * `reconstructFromSession`), checked at this boundary so the rest of the code gets typed values.
  * Entries written by any version of the extension or of condense are accepted as leniently as the
  * extension accepts them; what cannot be used is skipped, never an error:

@@ -1,5 +1,5 @@
 /**
- * The pi-condense entry formats (SPEC.md section 5). Field order in these interfaces is the order
+ * The pi-condense entry formats (docs/design.md §5). Field order in these interfaces is the order
  * in which condense writes them, matching the extension.
  */
 

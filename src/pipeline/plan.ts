@@ -1,5 +1,5 @@
 /**
- * The main job for one session, computed in memory (SPEC.md sections 5 and 6): capture, flush,
+ * The main job for one session, computed in memory (docs/design.md §5, §6): capture, flush,
  * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then any
  * diagnostics not recorded yet. Nothing is written here; `session/commit.ts` writes the sidecars
  * and appends `entries`.

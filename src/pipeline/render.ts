@@ -1,5 +1,5 @@
 /**
- * What `render` prints (SPEC.md section 7): the context of a session as read, or with `--dry-run`
+ * What `render` prints (docs/design.md §7): the context of a session as read, or with `--dry-run`
  * as it would be after `run` — planned in memory with the chosen summarizer, nothing written.
  */
 import { renderBranch, type Rendered } from "../render/render.js";

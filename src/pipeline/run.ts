@@ -1,5 +1,5 @@
 /**
- * `run` for one session (SPEC.md sections 2, 5 and 6): open it for writing, refuse what must not be
+ * `run` for one session (docs/design.md §2, §5, §6): open it for writing, refuse what must not be
  * written, migrate a v1/v2 file when asked, stop early when there is nothing to do, plan in memory,
  * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
  * through {@link RunHooks}; the command only parses options and prints the report.

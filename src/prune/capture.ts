@@ -1,5 +1,5 @@
 /**
- * Batch capture (SPEC.md section 6 step 1; seeds/PRUNING.md "Pre-flush Pipeline"): walk the
+ * Batch capture (docs/design.md §6 step 1; docs/design.md "Pre-flush Pipeline & Safeguards"): walk the
  * branch's message entries and collect, per assistant message, its answered tool calls that are
  * neither indexed already nor protected; trim what lies behind the frontier; group by
  * `batchingMode`.

@@ -1,5 +1,5 @@
 /**
- * Content-hash dedup key (seeds/PRUNING.md "Content-hash dedup"; SPEC.md section 6 step 4):
+ * Content-hash dedup key (docs/design.md "Content-hash dedup"; docs/design.md §6 step 4):
  * `sha1(toolName + "\0" + normalize(resultText))`, normalize = CRLF → LF, trailing whitespace
  * stripped per line, whole text trimmed.
  */

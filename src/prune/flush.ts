@@ -1,5 +1,5 @@
 /**
- * The offline flush (SPEC.md section 6; seeds/PRUNING.md "Pre-flush Pipeline & Safeguards"):
+ * The offline flush (docs/design.md §6; docs/design.md "Pre-flush Pipeline & Safeguards"):
  * spill → dedup → trivial skip → summarize (in parallel) → oversized check, over every captured
  * batch, producing the entries `run` appends and the sidecar files it writes first.
  *

@@ -1,5 +1,5 @@
 /**
- * The recovery grace window (seeds/PRUNING.md "Pruned Data Is Still Available"): an output the agent
+ * The recovery grace window (docs/design.md "Pruned Data Is Still Available"): an output the agent
  * just recovered with `context_tree_query` stays verbatim for `recoveryGraceTurns` user turns, so
  * the model can read it before it is pruned again. Read by stub-replace (the result is not stubbed)
  * and by chain compression (a chain holding such a result waits).

@@ -1,5 +1,5 @@
 /**
- * The pruner index (seeds/PRUNING.md "What Actually Lives in the Pruner Index", "Occurrence
+ * The pruner index (docs/design.md "What Actually Lives in the Pruner Index", "Occurrence
  * Identity"): every indexed tool call by occurrence key, short refs, dedup aliases, summary
  * bodies, chain entries, the frontier and cumulative stats — rebuilt from the `context-prune-*`
  * entries on the branch so a run continues where the live extension or an earlier run stopped.

@@ -1,5 +1,5 @@
 /**
- * Protected tool calls (seeds/PRUNING.md "Protected tools & paths"; SPEC.md section 6 step 2): a
+ * Protected tool calls (docs/design.md "Protected tools & paths"; docs/design.md §6 step 2): a
  * call is protected when its tool name is in `protectedTools` or its string `args.path` matches a
  * `protectedPaths` glob. Globs use picomatch with the seed's contract: full-path match, `\` read
  * as `/`, `*` and `?` within a segment, `**` across segments, `**\/` also matching zero folders,

@@ -1,5 +1,5 @@
 /**
- * Eager spill of one huge result (SPEC.md section 6 step 3; seeds/PRUNING.md "Eager single-result
+ * Eager spill of one huge result (docs/design.md §6 step 3; docs/design.md "Eager single-result
  * spill"): a result of `spillThreshold` characters or more goes to
  * `<session folder>/<session id>-blobs/<sanitized occurrence key>.txt`, and its record keeps a head
  * preview instead of the text.

@@ -1,5 +1,5 @@
 /**
- * `query` (SPEC.md section 8; seeds/PRUNING.md "Pruned Data Is Still Available", "Multi-occurrence
+ * `query` (docs/design.md §8; docs/design.md "Pruned Data Is Still Available", "Multi-occurrence
  * recovery"): the stored original output behind a ref — the offline twin of the extension's
  * `context_tree_query`. Pure: the caller reads sidecar files through the function it passes in.
  *

@@ -1,5 +1,5 @@
 /**
- * Head truncation of a recovered output (SPEC.md section 8): keep whole lines from the start
+ * Head truncation of a recovered output (docs/design.md §8): keep whole lines from the start
  * while both limits hold — at most 2000 lines and 50 KB (51200 UTF-8 bytes). Line counting and the
  * byte budget follow Pi's own `truncateHead` so a count printed here matches what Pi's tools
  * print: "" has 0 lines, a trailing "\n" does not start a new line, each joining newline costs one

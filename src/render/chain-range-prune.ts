@@ -1,6 +1,6 @@
 /**
- * Render phase 3, chain-range prune (SPEC.md section 7; seeds/PRUNING.md "Chain Compression",
- * "Identification model", "Synthetic message format", "Protected-output relocation"): each
+ * Render phase 3, chain-range prune (docs/design.md §7; docs/design.md "Chain Compression",
+ * "Identification model: positional ranges, not ids", "Synthetic message format", "Protected-output relocation"): each
  * `context-prune-chain` entry resolves fail-closed to one user message and one assistant message;
  * between them the assistant turns, tool results and per-batch summaries go, one
  * `<compressed-chain>` user message goes in after the start, and the kept final reply loses its

@@ -1,5 +1,5 @@
 /**
- * Render diagnostics (seeds/PRUNING.md "Diagnostics"): degradations found while rendering — an
+ * Render diagnostics (docs/design.md "Diagnostics"): degradations found while rendering — an
  * unresolvable chain range, a range whose ids drifted, swept orphan results, a chain with nothing
  * to back-fill — kept out of the model's context and recorded as `context-prune-diagnostic`
  * entries instead. Each is deduplicated by (kind, dedupKey), so a permanently degraded condition is

@@ -1,5 +1,5 @@
 /**
- * Render phase 2, error purge (SPEC.md section 7; seeds/PRUNING.md "Error Purge"): the arguments
+ * Render phase 2, error purge (docs/design.md §7; docs/design.md "Error Purge"): the arguments
  * of a failed tool call are replaced by a small marker once the failure is at least
  * `cooldownTurns` assistant turns old and the arguments are at least `minArgChars` long. The
  * error result itself stays as it is, so the model still sees what went wrong.

@@ -1,5 +1,5 @@
 /**
- * Render phase 4, orphan sweep (SPEC.md section 7; seeds/PRUNING.md "Orphan Sweep"): the last,
+ * Render phase 4, orphan sweep (docs/design.md §7; docs/design.md "Orphan Sweep"): the last,
  * unconditional structural pass. pi-ai repairs a tool call without a result (it inserts a
  * "No result provided" error), but nothing repairs a tool result without an open call, and
  * providers reject that shape — so such results are removed here.

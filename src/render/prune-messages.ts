@@ -1,5 +1,5 @@
 /**
- * `pruneMessages` (SPEC.md section 7): the context Pi would send once the pruner has run, in four
+ * `pruneMessages` (docs/design.md §7): the context Pi would send once the pruner has run, in four
  * phases — stub-replace, error purge, chain-range prune, orphan sweep. A render that changes
  * nothing returns the very same array.
  */

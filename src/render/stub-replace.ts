@@ -1,5 +1,5 @@
 /**
- * Render phase 1, stub-replace (SPEC.md section 7; seeds/PRUNING.md "Stub-replace instead of
+ * Render phase 1, stub-replace (docs/design.md §7; docs/design.md "Stub-replace instead of
  * delete"): a summarized or deduplicated tool result keeps its role, id, tool name and timestamp,
  * gets `isError: false` and a short stub naming its ref. Protected calls (re-checked at render
  * time) and `context_tree_query` results inside the recovery grace window stay verbatim.

@@ -1,5 +1,5 @@
 /**
- * The readable transcript of a rendered context (SPEC.md section 7, `render` default format): one
+ * The readable transcript of a rendered context (docs/design.md §7, `render` default format): one
  * header line per message the model receives — its number, its role as sent, where it came from
  * when Pi turned one of its own roles into a user message — then its content. What the pruner put
  * there is tagged so a reader sees it even without colors: `[stub tN]` on stub-replaced results,

@@ -1,5 +1,5 @@
 /**
- * Shapes shared by `pruneMessages` and its four phases (SPEC.md section 7): what a phase gets, what
+ * Shapes shared by `pruneMessages` and its four phases (docs/design.md §7): what a phase gets, what
  * it returns, and the diagnostics a render finds.
  */
 import type { PruneConfig } from "../config/config.js";
@@ -22,7 +22,7 @@ export interface PhaseResult {
   messages: AgentMessage[];
 }
 
-/** A diagnostic found while rendering, with the key it is deduplicated by (seeds/PRUNING.md "Diagnostics"). */
+/** A diagnostic found while rendering, with the key it is deduplicated by (docs/design.md "Diagnostics"). */
 export interface RenderDiagnostic extends DiagnosticData {
   dedupKey: string;
 }

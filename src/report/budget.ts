@@ -1,6 +1,6 @@
 /**
- * The budget dry-run (SPEC.md section 9; seeds/PRUNING.md "Token-budget auto-flush trigger",
- * "Budget-delta flush"; facts §12): replay the branch's recorded usage turn by turn and show
+ * The budget dry-run (docs/design.md §9; docs/design.md "Token-budget auto-flush trigger",
+ * "Budget-delta flush"): replay the branch's recorded usage turn by turn and show
  * where `autoBudgetThreshold` and `budgetTurnDelta` would have forced a flush.
  *
  * Rules, per tool-using turn (an assistant message with toolCall blocks) whose calls queued a

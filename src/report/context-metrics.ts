@@ -1,6 +1,6 @@
 /**
- * Context health metrics (seeds/PRUNING.md "Single-chain sessions", observability metrics; the
- * extension's `computeContextMetrics`, facts §12). Sizes are `JSON.stringify` lengths; token
+ * Context health metrics (docs/design.md "Single-chain sessions", observability metrics; the
+ * extension's `computeContextMetrics`). Sizes are `JSON.stringify` lengths; token
  * figures are chars/4 estimates (`Math.round`) unless another tokenizer is passed.
  */
 import { detectChains, openSegmentStart } from "../chain/detect.js";

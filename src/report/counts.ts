@@ -1,5 +1,5 @@
 /**
- * The size of a message list as the extension measures it (seeds/PRUNING.md "Live reclaim ratio").
+ * The size of a message list as the extension measures it (docs/design.md "Live reclaim ratio").
  */
 
 /** Chars of the JSON serialization (the seed's `sizeMessages`) and the estimate round(chars / 4). */

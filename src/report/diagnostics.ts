@@ -1,5 +1,5 @@
 /**
- * Structural diagnostics of the context Pi would send (SPEC.md section 9; seeds/PRUNING.md
+ * Structural diagnostics of the context Pi would send (docs/design.md §9; docs/design.md
  * "Orphan Sweep", "Diagnostics"): the shapes providers reject or pi-ai has to patch up, each with
  * a count and the first few places (entry id, 1-based line of the session file).
  *

@@ -1,5 +1,5 @@
 /**
- * CI gates for `condense metrics` (SPEC.md sections 1 and 9): limits on the metrics of each
+ * CI gates for `condense metrics` (docs/design.md §1, §9): limits on the metrics of each
  * session. A limit is crossed when the value is strictly greater than it; `failOnDiagnostics`
  * is crossed by any structural fault (images are informational and never fail it).
  */

@@ -1,5 +1,5 @@
 /**
- * Everything `condense metrics` reports for one session (SPEC.md section 9), computed in memory
+ * Everything `condense metrics` reports for one session (docs/design.md §9), computed in memory
  * from a loaded session: context health (open-cycle thinking, largest-chain share, frontier gap),
  * the rendered context before and after pruning, the provider-reported usage of the last request,
  * the pruner index, and the structural diagnostics. The JSON shape is documented in

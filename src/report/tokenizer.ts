@@ -1,5 +1,5 @@
 /**
- * Token estimates (SPEC.md section 9): `chars4` is `round(chars / 4)`, the convention the
+ * Token estimates (docs/design.md §9): `chars4` is `round(chars / 4)`, the convention the
  * extension uses everywhere (default); `o200k` counts real tokens with OpenAI's o200k_base
  * encoding through `gpt-tokenizer` (loaded on first use: about half a second).
  */

@@ -1,5 +1,5 @@
 /**
- * The write side of `run` (SPEC.md sections 4 and 5): the checks before anything is written (a
+ * The write side of `run` (docs/design.md §4, §5): the checks before anything is written (a
  * session Pi may be writing, an `--output` that is not a new file), the in-place migration of a
  * v1/v2 file with its backup, and the commit of a planned run — sidecars atomically first, then the
  * entries in one locked append, or the original bytes plus the entries into `--output`.

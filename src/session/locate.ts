@@ -1,5 +1,5 @@
 /**
- * Turning `<session>` arguments into session files (SPEC.md section 2): a path to a `.jsonl` file,
+ * Turning `<session>` arguments into session files (docs/design.md §2): a path to a `.jsonl` file,
  * a directory (every `*.jsonl` below it), a glob, or a session id / unique id prefix looked up in
  * Pi's sessions folder; no argument means the most recent session of the current directory, the
  * one `pi --continue` would open.

@@ -3,7 +3,7 @@
  *
  * Read-only commands go on after a missing header or a cut-off final line (with a warning);
  * an empty file or one that is not JSONL is unusable for every command. Writing commands refuse
- * on any file problem, and on v1/v2 files unless migration was asked for (SPEC.md section 4).
+ * on any file problem, and on v1/v2 files unless migration was asked for (docs/design.md §4).
  */
 import { UsageError } from "../util/errors.js";
 import type { ReadWarning } from "./reader.js";

@@ -1,7 +1,7 @@
 /**
  * A loaded session: header, migrated entries, the tree they form, the leaf and the active branch.
  *
- * Rules (Pi 1.6, SPEC.md section 4): the leaf is the last entry in file order; the active branch
+ * Rules (Pi 1.6, docs/design.md §4): the leaf is the last entry in file order; the active branch
  * is the `parentId` chain from the leaf to a root; an entry whose parent is missing starts a new
  * root (the walk stops there, as Pi's `getBranch` does).
  */

@@ -1,5 +1,5 @@
 /**
- * Shapes of a Pi session file (Pi 1.6, session format v3; SPEC.md section 4).
+ * Shapes of a Pi session file (Pi 1.6, session format v3; docs/design.md §4).
  *
  * Message shapes come from `@earendil-works/pi-ai`; the roles Pi adds on top of them
  * (`custom`, `bashExecution`, `branchSummary`, `compactionSummary`) are declared here because
@@ -136,7 +136,7 @@ export type KnownEntry =
   | LabelEntry
   | SessionInfoEntry;
 
-/** Any entry after the header (SPEC.md section 4): one of Pi's, or one condense does not know. */
+/** Any entry after the header (docs/design.md §4): one of Pi's, or one condense does not know. */
 export type SessionEntry = KnownEntry | UnknownEntry;
 
 /** Distributes `Omit` over a union. */

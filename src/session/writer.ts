@@ -1,7 +1,7 @@
 /**
  * Appending entries to a session file: the only place condense writes to a session.
  *
- * Rules (issue "Foundations", SPEC.md section 5): new entries go after the current leaf, each the
+ * Rules (issue "Foundations", docs/design.md §5): new entries go after the current leaf, each the
  * child of the one before; one write on a file opened for appending, then fsync; a lock first
  * (`proper-lockfile`); nothing is written when the file changed since it was read (size or mtime);
  * a missing final newline is added first, as Pi does on open; existing bytes are never changed —

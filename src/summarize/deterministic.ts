@@ -1,5 +1,5 @@
 /**
- * The deterministic summarizer (SPEC.md section 6 step 6): no model, no network, no key. Per tool
+ * The deterministic summarizer (docs/design.md §6 step 6): no model, no network, no key. Per tool
  * call one labelled bullet with the tool, its key argument, status, exit code and size, then the
  * lines a later turn needs (errors, failing tests, exit codes, file paths) copied verbatim. The
  * answer is kept shorter than the outputs it replaces by dropping notable lines, longest batch

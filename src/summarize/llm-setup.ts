@@ -1,5 +1,5 @@
 /**
- * Building the model-backed summarizer (SPEC.md section 3): resolve the model (model-resolve.ts),
+ * Building the model-backed summarizer (docs/design.md §3): resolve the model (model-resolve.ts),
  * find its credentials the way Pi does (credentials.ts), pick the outage fallback —
  * `--fallback-model`, else the session's own model when the summarizer model is another one — and
  * build the pi-ai summarizer (llm.ts). Everything that can be wrong with the choice is reported

@@ -1,5 +1,5 @@
 /**
- * Model-written summaries through pi-ai (SPEC.md sections 3 and 6; seeds/PRUNING.md "Summarizer
+ * Model-written summaries through pi-ai (docs/design.md §3, §6; docs/design.md "Summarizer
  * outage fallback").
  *
  * One streamed request per batch (or per range fusion) with:

@@ -1,5 +1,5 @@
 /**
- * Which model writes the summaries (SPEC.md section 3): `--model provider/id`, else a concrete
+ * Which model writes the summaries (docs/design.md §3): `--model provider/id`, else a concrete
  * `summarizerModel`, else (`default`) the session's own model — the last model change or assistant
  * message on the active branch, as Pi's `getSessionContextSettings` picks it.
  *

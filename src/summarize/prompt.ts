@@ -1,5 +1,5 @@
 /**
- * What the summarizer model is asked (SPEC.md section 6 step 6; seeds/PRUNING.md "Range summary
+ * What the summarizer model is asked (docs/design.md §6 step 6; docs/design.md "Range summary
  * fusion"). Our own words. The instructions go in the system prompt, identical for every call so
  * providers can cache them; the batch goes in the user message.
  *

@@ -1,5 +1,5 @@
 /**
- * From a summarizer answer to the summary message (SPEC.md section 6 step 6; seeds/PRUNING.md
+ * From a summarizer answer to the summary message (docs/design.md §6 step 6; docs/design.md
  * "How the Model Re-reads Raw Outputs"): `[[N:toolname]]` labels become inline `` `tN` `` refs when
  * both the number and the tool name match the batch; other labels are removed; fenced code is left
  * alone; a footer lists every ref and how to recover it.

@@ -1,5 +1,5 @@
 /**
- * Choosing the summarizer (SPEC.md section 3): deterministic unless a model is named by `--model`
+ * Choosing the summarizer (docs/design.md §3): deterministic unless a model is named by `--model`
  * or by a concrete `summarizerModel`; `--summarizer llm` with `default` uses the session's own model.
  * The model-backed summarizer is built by llm-setup.ts, loaded only when a model is asked for.
  */

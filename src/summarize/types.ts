@@ -40,7 +40,7 @@ export interface Summarizer {
   readonly local: boolean;
   /** Summarize one batch; the answer uses `[[N:toolname]]` labels at the start of each call's first bullet. */
   summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult>;
-  /** Fuse several per-batch summaries of one closed chain into one (SPEC.md section 6 step 8). */
+  /** Fuse several per-batch summaries of one closed chain into one (docs/design.md §6 step 8). */
   fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult>;
 }
 

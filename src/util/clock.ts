@@ -1,6 +1,6 @@
 /**
  * The clock. `CONDENSE_NOW` (an ISO time) fixes it so that tests and reproducible runs append
- * identical bytes (SPEC.md section 5).
+ * identical bytes (docs/design.md §5).
  */
 import { UsageError } from "./errors.js";
 

@@ -1,5 +1,5 @@
 /**
- * Errors that end a command with a known exit code (SPEC.md section 2): 2 for a usage error or
+ * Errors that end a command with a known exit code (docs/design.md §2): 2 for a usage error or
  * unusable input (nothing written), 1 for a runtime failure.
  */
 export class CondenseError extends Error {

@@ -1,5 +1,5 @@
 /**
- * `condense budget <session>` (SPEC.md section 9): a dry-run of the budget triggers over the
+ * `condense budget <session>` (docs/design.md §9): a dry-run of the budget triggers over the
  * session's recorded usage — per tool-using turn the tokens, the window, the fraction, the budget
  * level, the delta and which trigger fires; then a summary and a small chart. Nothing is written.
  */

@@ -1,5 +1,5 @@
 /**
- * `condense metrics <session...>` (SPEC.md sections 1 and 9): context health, the rendered context
+ * `condense metrics <session...>` (docs/design.md §1, §9): context health, the rendered context
  * before and after pruning, the last reported usage, the pruner index and the structural
  * diagnostics of each session — one table row per session plus totals, or `--json`
  * (docs/json-schemas.md). Limits turn it into a CI gate: exit 3 when one is crossed.

@@ -1,5 +1,5 @@
 /**
- * `condense query <ref...>` (SPEC.md section 8): print the stored original output behind short
+ * `condense query <ref...>` (docs/design.md §8): print the stored original output behind short
  * refs (`t3`), occurrence keys (`id@timestamp`) or raw tool-call ids, from the session named by
  * `--session` (default: the latest session of the current directory, so an agent can run
  * `condense query t3` from its bash tool). Unknown refs are named on stderr and make the exit code

@@ -1,6 +1,6 @@
 /**
  * `condense render <session>`: print the model-visible context of a session after pruning
- * (SPEC.md section 7); `--dry-run` renders it as it would be after `run`, computed in memory.
+ * (docs/design.md §7); `--dry-run` renders it as it would be after `run`, computed in memory.
  */
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";

@@ -1,5 +1,5 @@
 /**
- * `condense [run] <session...>`: the main job (SPEC.md sections 2, 5, 6). Per session: plan in
+ * `condense [run] <session...>`: the main job (docs/design.md §2, §5, §6). Per session: plan in
  * memory, then write sidecars atomically, then append the entries in one locked write — or, with
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
