@@ -5,6 +5,10 @@
  */
 import { Chalk, type ChalkInstance } from "chalk";
 import Table from "cli-table3";
+import stringWidth from "string-width";
+import { formatLabel, type SessionLabel } from "../session/label.js";
+import { cropAtWord } from "../util/text.js";
+import { outputWidth } from "./table.js";
 
 export interface OutputOptions {
   json?: boolean;
@@ -19,6 +23,8 @@ export class Output {
   readonly c: ChalkInstance;
   /** Colors for stderr. */
   readonly ce: ChalkInstance;
+  /** Every warning given, in order (printed or not), for `--json` documents. */
+  readonly warnings: string[] = [];
 
   constructor(
     options: OutputOptions,
@@ -43,6 +49,7 @@ export class Output {
 
   /** A warning on stderr, unless --quiet. */
   warn(text: string): void {
+    this.warnings.push(text);
     if (!this.quiet) this.stderr.write(`${this.ce.yellow("warning:")} ${text}\n`);
   }
 
@@ -64,6 +71,11 @@ export class Output {
   spinner(text: string): Spinner | null {
     if (this.json || this.quiet || !this.stderr.isTTY || (this.stderr as { columns?: number }).columns === 0) return null;
     return new Spinner(text, this.stderr);
+  }
+
+  /** Columns a table on stdout may take (see `table.ts` `outputWidth`). */
+  get width(): number {
+    return outputWidth(this.stdout as { isTTY?: boolean; columns?: number });
   }
 
   /** A table rendered to a string; header cells are bold on a TTY. */
@@ -153,4 +165,42 @@ export function displayNames(paths: string[]): string[] {
     if (!changed) break;
   }
   return paths.map((_, i) => label(i));
+}
+
+/**
+ * How each session is shown in a table: `<short id> <date> <name or first prompt>`; the file's
+ * shortest unique name stands in for the short id when that is missing or shared by two rows (a
+ * file and its migrated copy).
+ */
+export function sessionLabels(rows: { session: string; label?: SessionLabel }[]): string[] {
+  const names = displayNames(rows.map((r) => r.session));
+  const count = new Map<string, number>();
+  for (const r of rows) if (r.label?.shortId) count.set(r.label.shortId, (count.get(r.label.shortId) ?? 0) + 1);
+  return rows.map((r, i) => {
+    if (!r.label) return names[i];
+    const unique = r.label.shortId !== "" && count.get(r.label.shortId) === 1;
+    return formatLabel(r.label, unique ? undefined : names[i]);
+  });
+}
+
+/** Words of `text` on lines of at most `width` terminal columns (a word longer than that stands alone). */
+export function wrapWords(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && stringWidth(line) + 1 + stringWidth(word) > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  if (line !== "") lines.push(line);
+  return lines.join("\n");
+}
+
+/** `text` on one line of at most `width` terminal columns, cut at a word boundary with `…`. */
+export function fitLine(text: string, width: number): string {
+  if (stringWidth(text) <= width) return text;
+  let cut = cropAtWord(text, width);
+  while (cut.length > 1 && stringWidth(cut) > width) cut = cropAtWord(cut, cut.length - 1);
+  return cut;
 }

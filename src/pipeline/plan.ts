@@ -39,6 +39,8 @@ export interface RunPlan {
   report: RunReport;
   /** The branch after the run (for `render --dry-run`). */
   afterBranch: SessionEntry[];
+  /** The render of `afterBranch`. */
+  after: Rendered;
 }
 
 /**
@@ -80,7 +82,7 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     entriesAppended: entries.length,
     sidecars: sidecars.length,
   });
-  return { entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...entries] };
+  return { entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...entries], after };
 }
 
 /**

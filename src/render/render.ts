@@ -13,12 +13,14 @@ import type { PruneContext, RenderDiagnostic } from "./types.js";
 export interface Rendered {
   /** The context without pruning. */
   before: Message[];
+  /** The same before `convertToLlm` (Pi's own roles kept; what Pi's estimate counts). */
+  beforeAgent: AgentMessage[];
   /** The context after pruning. */
   after: Message[];
   /** The context after pruning, before `convertToLlm` (Pi's own roles kept, for the transcript). */
   afterAgent: AgentMessage[];
-  /** Messages after each phase (converted). */
-  phases: { phase: string; messages: Message[] }[];
+  /** Messages after each phase (converted, and before conversion). */
+  phases: { phase: string; messages: Message[]; agentMessages: AgentMessage[] }[];
   diagnostics: RenderDiagnostic[];
 }
 
@@ -44,9 +46,10 @@ export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
   const { messages, phases, diagnostics } = pruneMessages(projected, ctx);
   return {
     before: convertToLlm(projected),
+    beforeAgent: projected,
     after: convertToLlm(messages),
     afterAgent: messages,
-    phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(p.messages) })),
+    phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(p.messages), agentMessages: p.messages })),
     diagnostics,
   };
 }

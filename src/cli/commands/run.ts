@@ -13,7 +13,8 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { defaultJobs, type FileOutcome, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
-import { displayNames, Output } from "../output.js";
+import { Output } from "../output.js";
+import { formatRunReport } from "../run-report.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
   dryRun?: boolean;
@@ -90,17 +91,25 @@ export function registerRun(program: Command, exit: ExitState): void {
       exit.code = files.length === 1 ? failures[0].exitCode : 1;
     }
     if (interrupt.signal.aborted) exit.code = 130;
-    if (options.json) {
-      out.printJson({ sessions: results, failures: failures.map(({ session, error }) => ({ session, error })), wallMs: Date.now() - started });
-      return;
-    }
-    for (const f of failures) out.error(f.error);
-    if (results.length > 0) out.print(formatReport(results, out));
-    for (const r of results) {
-      if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
-      if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
-    }
+    printOutcome(out, { results, failures, files: files.length, wallMs: Date.now() - started });
   });
+}
+
+/** The JSON document, or the report, the migration and output notices and a closing failure count. */
+function printOutcome(out: Output, run: { results: RunFileResult[]; failures: { session: string; error: string }[]; files: number; wallMs: number }): void {
+  const { results, failures, files, wallMs } = run;
+  if (out.json) {
+    out.printJson({ sessions: results, failures: failures.map(({ session, error }) => ({ session, error })), warnings: out.warnings, wallMs });
+    return;
+  }
+  for (const f of failures) out.error(f.error);
+  if (results.length > 0) out.print(formatRunReport(results, out, wallMs));
+  for (const r of results) {
+    if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+    if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
+  }
+  // Failures were printed first and may have scrolled away: count them once more at the end.
+  if (failures.length > 0 && files > 1) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
 }
 
 /** Warnings, summarizer notices and (for a single session on a TTY) a progress spinner. */
@@ -140,82 +149,4 @@ export function progressLine(model: string, p: FlushProgress): string {
   parts.push(`${shown} tokens`);
   if (p.usage.cost > 0) parts.push(`$${p.usage.cost.toFixed(4)}`);
   return `summarizing with ${model}: ${parts.join(" · ")}`;
-}
-
-function pct(before: number, after: number): string {
-  if (before === 0) return "0%";
-  const p = Math.round((100 * (after - before)) / before);
-  return p > 0 ? `+${p}%` : `${p}%`;
-}
-
-/** The totals row of the report (several sessions). */
-function totalsRow(
-  results: RunFileResult[],
-  out: Output,
-  row: (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context">, name: string, written: string) => string[],
-): string[] {
-  const sum = (f: (r: RunFileResult) => number) => results.reduce((n, r) => n + f(r), 0);
-  const idle = results.filter((r) => !r.dryRun && !r.written).length;
-  const total = {
-    batches: {
-      captured: sum((r) => r.batches.captured),
-      summarized: sum((r) => r.batches.summarized),
-      skippedTrivial: sum((r) => r.batches.skippedTrivial),
-      skippedDeduped: sum((r) => r.batches.skippedDeduped),
-      skippedOversized: sum((r) => r.batches.skippedOversized),
-      failed: sum((r) => r.batches.failed),
-    },
-    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0 },
-    chains: { compressed: sum((r) => r.chains?.compressed ?? 0), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
-    context: {
-      before: { chars: 0, tokens: sum((r) => r.context.before.tokens) },
-      after: { chars: 0, tokens: sum((r) => r.context.after.tokens) },
-    },
-  };
-  const entries = sum((r) => r.entriesAppended);
-  const written = results.every((r) => r.dryRun) ? `would add ${entries}` : `+${entries}`;
-  return row(total, out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`), written).map(String);
-}
-
-/** The human report: one row per session, then totals when there are several. */
-function formatReport(results: RunFileResult[], out: Output): string {
-  const n = (x: number) => x.toLocaleString("en-US");
-  const names = displayNames(results.map((r) => r.session));
-  const row = (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context">, name: string, written: string): string[] => [
-    name,
-    n(r.batches.captured),
-    n(r.batches.summarized),
-    `${r.batches.skippedTrivial}/${r.batches.skippedDeduped}/${r.batches.skippedOversized}${r.batches.failed ? `, ${r.batches.failed} failed` : ""}`,
-    n(r.calls.spilled),
-    n(r.chains?.compressed ?? 0),
-    `${n(r.context.before.tokens)} → ${n(r.context.after.tokens)} (${pct(r.context.before.tokens, r.context.after.tokens)})`,
-    written,
-  ];
-  const rows = results.map((r, i) =>
-    row(r, names[i], r.dryRun ? `would add ${r.entriesAppended}` : r.written ? `+${r.entriesAppended}` : r.backup ? "migrated only" : "nothing to do"),
-  );
-  if (results.length > 1) rows.push(totalsRow(results, out, row));
-  const table = out.table(["session", "batches", "summarized", "skipped t/d/o", "spilled", "chains", "context ~tokens", "entries"], rows, [
-    "left",
-    "right",
-    "right",
-    "right",
-    "right",
-    "right",
-    "right",
-    "left",
-  ]);
-  const lines = [table];
-  const wall = results.reduce((t, r) => t + r.wallMs, 0);
-  lines.push(out.c.dim(`skipped t/d/o = trivial / deduplicated / oversized · ${(wall / 1000).toFixed(2)} s`));
-  for (const r of results) {
-    if (r.usage.calls > 0) {
-      const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
-      lines.push(
-        `${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`,
-      );
-    }
-    for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
-  }
-  return lines.join("\n");
 }
