@@ -12,6 +12,7 @@ import { registerMetrics } from "./commands/metrics.js";
 import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
 import { registerRun } from "./commands/run.js";
+import { packageVersion } from "./version.js";
 
 /** Build the program; commands report their exit code through `exit`. */
 export function buildProgram(exit: ExitState): Command {
@@ -22,7 +23,7 @@ export function buildProgram(exit: ExitState): Command {
       "Offline context pruning for Pi coding-agent sessions: replays the pi-condense pipeline on a " +
         "session file, appends the pruning entries so Pi resumes it small, and answers questions about it.",
     )
-    .version("0.1.0")
+    .version(packageVersion())
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
