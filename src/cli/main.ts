@@ -8,6 +8,7 @@ import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { Output } from "./output.js";
 import { registerBudget } from "./commands/budget.js";
+import { registerInstallSkill } from "./commands/install-skill.js";
 import { registerMetrics } from "./commands/metrics.js";
 import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
@@ -32,6 +33,7 @@ export function buildProgram(exit: ExitState): Command {
   registerQuery(program, exit);
   registerMetrics(program, exit);
   registerBudget(program, exit);
+  registerInstallSkill(program, exit);
   return program;
 }
 
