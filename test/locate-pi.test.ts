@@ -128,6 +128,8 @@ describe("no session argument: the session pi --continue opens", () => {
     const newer = session(dir, "newer.jsonl", hdr("n", cwd), 1_700_000_200);
     expect(await resolveSessionArgs([], { cwd, env })).toEqual([newer]);
     expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: older } })).toEqual([older]);
+    // A relative value is read from the given cwd, not the process's.
+    expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: path.relative(cwd, older) } })).toEqual([older]);
     // A stale value (the file is gone) falls back to the newest session of the cwd.
     expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: path.join(dir, "gone.jsonl") } })).toEqual([newer]);
   });

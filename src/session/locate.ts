@@ -135,8 +135,8 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   if (args.length === 0) {
-    const current = env.PI_SESSION_FILE;
-    if (current && existsSync(current)) return [resolve(cwd, current)];
+    const current = env.PI_SESSION_FILE ? resolve(cwd, env.PI_SESSION_FILE) : undefined;
+    if (current && existsSync(current)) return [current];
     return [await latestSessionFor(cwd, env)];
   }
   const seen = new Set<string>();
