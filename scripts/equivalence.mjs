@@ -164,6 +164,7 @@ async function capture(outDir, dist) {
   mkdirSync(piDir, { recursive: true });
   Object.assign(process.env, { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1", CONDENSE_WORKERS: "0" });
   delete process.env.PI_CODING_AGENT_SESSION_DIR;
+  delete process.env.PI_SESSION_FILE;
   delete process.env.FORCE_COLOR;
   const { main } = await import(pathToFileURL(entry).href);
   rmSync(outDir, { recursive: true, force: true });

@@ -4,6 +4,8 @@
  * parsed side by side:
  * - occurrence keys: a tool call is named `toolCallId@resultTimestamp` (provider ids recur);
  * - the stubs that replace pruned tool results, and how to read their ref back;
+ * - for stock Pi (no pi-condense extension, so no `context_tree_query` tool): the
+ *   `condense query <ref>` command and the sentence that names it;
  * - the `<compressed-chain>` user message that stands for a compressed chain, and how to find it;
  * - which tool call a tool result answers: one walker, the rule differences as parameters.
  */
@@ -62,6 +64,55 @@ export function isStubText(text: string): boolean {
 /** The ref a stub names (`tN`, or a raw id for records without a short ref). */
 export function stubRef(text: string): string | undefined {
   return /ref `([^`]+)`/.exec(text)?.[1] ?? /context_tree_query\(([^)]+)\)/.exec(text)?.[1];
+}
+
+// ---- The recovery command (stock Pi)
+
+/*
+ * A model in stock Pi gets a pruned output back by running `condense query <ref>` through its bash
+ * tool. Inside Pi 1.6 that command finds the current session by itself (`$PI_SESSION_FILE`, else the
+ * newest session of the cwd, as `pi --continue`; session/locate.ts), so `--session <path>` is added
+ * only when the writer knows the session lives where neither would find it (session/locate.ts
+ * `continueFolder` tells which folder `pi --continue` searches for a cwd). Stubs, summaries and chain
+ * blocks written for stock Pi name the command through these functions.
+ */
+
+/** Characters a POSIX shell word may hold unquoted. */
+const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** `word` as one POSIX shell word: unchanged when safe, else single-quoted (`'` written as `'\''`). */
+export function shellWord(word: string): string {
+  return SAFE_WORD.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Options of the recovery command. */
+export interface RecoveryOptions {
+  /** Absolute path of the session file, when `condense` would not find it from the session's cwd. */
+  session?: string;
+}
+
+/**
+ * The shell command that prints the stored original output(s) behind `refs`:
+ * `condense query t3`, `condense query t3 t7 --session '/path/with space/s.jsonl'`.
+ * @param refs short refs (`t3`), occurrence keys or raw tool-call ids; at least one
+ * @throws Error when `refs` is empty
+ */
+export function recoveryCommand(refs: string | string[], options: RecoveryOptions = {}): string {
+  const list = typeof refs === "string" ? [refs] : refs;
+  if (list.length === 0) throw new Error("recoveryCommand: no ref given");
+  const session = options.session !== undefined ? ` --session ${shellWord(options.session)}` : "";
+  return `condense query ${list.map(shellWord).join(" ")}${session}`;
+}
+
+/**
+ * One sentence naming the command, for the end of a stub, summary or chain block:
+ * ``Run `condense query t3` in bash to retrieve the full output (add --full past 2000 lines / 50 KB).``
+ * (plural for several refs; 2000 lines / 50 KB is Pi's head truncation, query/truncate.ts).
+ */
+export function recoveryHint(refs: string | string[], options: RecoveryOptions = {}): string {
+  const several = typeof refs !== "string" && refs.length > 1;
+  const what = several ? "the full outputs" : "the full output";
+  return `Run \`${recoveryCommand(refs, options)}\` in bash to retrieve ${what} (add --full past 2000 lines / 50 KB).`;
 }
 
 // ---- The compressed-chain block

@@ -1,9 +1,10 @@
 /**
  * `condense query <ref...>` (docs/design.md §8): print the stored original output behind short
  * refs (`t3`), occurrence keys (`id@timestamp`) or raw tool-call ids, from the session named by
- * `--session` (default: the latest session of the current directory, so an agent can run
- * `condense query t3` from its bash tool). Unknown refs are named on stderr and make the exit code
- * 1; the others are still printed.
+ * `--session` (default: `$PI_SESSION_FILE`, which Pi's bash tool sets to the current session, else
+ * the latest session of the current directory; so an agent can run `condense query t3` from its
+ * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
+ * printed.
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
@@ -25,7 +26,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .command("query")
     .description("print the stored original output behind short refs (t3), occurrence keys or raw tool-call ids")
     .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
-    .option("--session <session>", "session file, id or id prefix (default: latest session of this directory)")
+    .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
     .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
