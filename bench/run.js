@@ -319,6 +319,21 @@ const sections = [
     c.summary.push(`render / read = ${ratio(r.ratio)}  [largest shared session after run]`);
   },
 
+  async function summaryQuality(c) {
+    if (!c.largest) {
+      console.log("\n[summary quality] skipped: ../shared/sessions is absent");
+      return;
+    }
+    const { benchQuality, formatQuality } = await import("./quality.js");
+    console.log(
+      "\n[summary quality] of the paths, error lines and exit codes in the outputs a deterministic run prunes, the share\n" +
+        "  still in the context Pi sends after it, and how much smaller that context is; beside it plain masking (stubs only)",
+    );
+    const lines = formatQuality(await benchQuality());
+    for (const line of lines) console.log(`  ${line}`);
+    c.summary.push(lines[lines.length - 1]);
+  },
+
   // Sections that run in their own process (a local server, worker threads): their output as is.
   async function llmSummaries(c) {
     console.log("\n[model-written summaries] bench/llm.js");

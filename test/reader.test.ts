@@ -13,7 +13,18 @@ import { openSession } from "../src/session/open.js";
 import { parseSessionText, readSessionFile, type RawSession } from "../src/session/reader.js";
 import { childrenOf, entriesWithMissingParent, getBranch, loadSession, type Session } from "../src/session/session.js";
 import { UsageError } from "../src/util/errors.js";
-import { byteOffsetOfLine, copyInto, lineStarts, FIXTURES, HEX8, importPiCompaction, importPiMessages, importPiSessionManager, makeTempDir, loose } from "./helpers.js";
+import {
+  byteOffsetOfLine,
+  copyInto,
+  lineStarts,
+  FIXTURES,
+  HEX8,
+  importPiCompaction,
+  importPiMessages,
+  importPiSessionManager,
+  makeTempDir,
+  loose,
+} from "./helpers.js";
 
 const fx = (name: string) => path.join(FIXTURES, name);
 const load = (name: string) => loadSession(fx(name));
@@ -605,9 +616,7 @@ describe("CLI", () => {
     // (the excluded `!!command` reaches no provider and counts 0).
     const Compaction = await importPiCompaction();
     const agent = projectBranch(s.branch).map((i) => i.message);
-    const piTokens = agent
-      .filter((m) => !(m.role === "bashExecution" && m.excludeFromContext))
-      .reduce((t: number, m) => t + Compaction.estimateTokens(m), 0);
+    const piTokens = agent.filter((m) => !(m.role === "bashExecution" && m.excludeFromContext)).reduce((t: number, m) => t + Compaction.estimateTokens(m), 0);
     expect(piTokens).toBe(73);
     expect(doc.failures).toEqual([]);
     expect(doc.sessions).toHaveLength(1);

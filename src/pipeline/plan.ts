@@ -9,12 +9,13 @@ import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
-import type { ContextMetrics, FlushMetricsData, StatsData } from "../entries/types.js";
+import { type ChainEntryData, type ContextMetrics, CUSTOM_TYPES, type FlushMetricsData, type StatsData, type SummaryDetails } from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
 import type { NewEntry, SessionEntry } from "../session/types.js";
 import { chainEntries } from "../session/writer.js";
+import { withRecoveryHint } from "../summarize/refs.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
@@ -53,7 +54,7 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
   const metrics = computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
   const capture = view.capture;
-  const flush = await flushBatches(capture.batches, view.indexer, {
+  const flushed = await flushBatches(capture.batches, view.indexer, {
     config: view.config,
     summarizer: options.summarizer,
     concurrency: options.concurrency,
@@ -62,10 +63,13 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     signal: options.signal,
     onProgress: options.onProgress,
   });
-  const chains = await compressStep(view, options, failedKeys(capture.batches, flush.outcomes));
+  const chains = await compressStep(view, options, failedKeys(capture.batches, flushed.outcomes));
+  const hinted = placeRecoveryHint([...flushed.entries, ...(chains?.entries ?? [])], flushed.summaryRoom);
+  const authored = hinted.entries;
+  // A summary that carries the hint is that much longer: the frontier and the report count it.
+  const flush = withSummaryChars(flushed, hinted.summaryCharsAdded);
   const payloads: NewEntry[] = [
-    ...flush.entries,
-    ...(chains?.entries ?? []),
+    ...authored,
     ...bookkeeping(view.indexer, { capture, flush, chains, metrics, nowMs: options.nowMs }),
     ...(chains?.diagnostics ?? []),
   ];
@@ -151,6 +155,50 @@ function chainWithDiagnostics(view: SessionView, payloads: NewEntry[], before: R
   if (diagnostics.length === 0) return { entries, after };
   const withDiagnostics = [...payloads, ...diagnostics.map(diagnosticEntry)];
   return { entries: chainEntries(view.session, withDiagnostics, nowIso), after };
+}
+
+/**
+ * The recovery hint, once per run (docs/design.md "Recovery hints"): at the end of the last summary
+ * this run writes that no chain compressed in this run hides and that stays within its batch's raw
+ * size with it; without one, at the end of the last chain body this run writes; else nowhere
+ * (the extension's stubs name `context_tree_query` themselves).
+ * @param entries the flush's entries, then the chain step's, in order
+ * @param room each summary entry's batch raw chars
+ */
+export function placeRecoveryHint(entries: NewEntry[], room: Map<NewEntry, number>): { entries: NewEntry[]; summaryCharsAdded: number } {
+  const hidden = new Set<string>();
+  for (const e of entries)
+    if (e.type === "custom" && e.customType === CUSTOM_TYPES.chain) for (const ref of (e.data as ChainEntryData).toolRefs ?? []) hidden.add(ref);
+  const fits = (e: NewEntry): e is NewEntry & { type: "custom_message"; content: string } => {
+    if (e.type !== "custom_message" || typeof e.content !== "string" || !room.has(e)) return false;
+    const refs = (e.details as SummaryDetails).toolCallRefs;
+    return !refs.some((r) => hidden.has(r.shortId)) && withRecoveryHint(e.content).length <= (room.get(e) ?? 0);
+  };
+  const out = [...entries];
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i];
+    if (fits(e)) {
+      const content = withRecoveryHint(e.content);
+      out[i] = { ...e, content };
+      return { entries: out, summaryCharsAdded: content.length - e.content.length };
+    }
+  }
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i];
+    if (e.type !== "custom" || e.customType !== CUSTOM_TYPES.chain) continue;
+    const data = e.data as ChainEntryData;
+    if (data.rangeSummaryText === undefined) continue;
+    out[i] = { ...e, data: { ...data, rangeSummaryText: withRecoveryHint(data.rangeSummaryText) } };
+    return { entries: out, summaryCharsAdded: 0 };
+  }
+  return { entries: out, summaryCharsAdded: 0 };
+}
+
+/** The flush result with `added` more summary characters (in its totals and its frontier). */
+function withSummaryChars(flush: FlushResult, added: number): FlushResult {
+  if (added === 0) return flush;
+  const frontier = flush.frontier ? { ...flush.frontier, summaryCharCount: flush.frontier.summaryCharCount + added } : null;
+  return { ...flush, summaryChars: flush.summaryChars + added, frontier };
 }
 
 /** Occurrence keys of the captured calls whose batch failed to summarize. */
