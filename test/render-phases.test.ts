@@ -46,7 +46,9 @@ const bigChars = JSON.stringify(big).length;
 const purgeOn = { enabled: true, cooldownTurns: 2, minArgChars: 500 };
 
 describe("error purge", () => {
-  it("ties a failure to the call that opened it: a reused id's successful occurrence keeps its arguments", () => {
+  it("keys failures by the bare id, as the extension does: a reused id's successful occurrence is purged too", () => {
+    // pi-condense 2.9.1 src/error-purge.ts: erroredAtTurn is a Map by toolCallId, and every
+    // toolCall block with that id is purged — what Pi sends, so what render must print.
     const messages: AgentMessage[] = [
       user("go", 1),
       assistant([{ id: "bash_23", args: big }], 2),
@@ -57,13 +59,25 @@ describe("error purge", () => {
       assistant([], 7, "done"),
     ];
     const out = purgeErroredArgs(messages, purgeOn);
-    expect(out).not.toBe(messages);
-    expect(out[1]).toBe(messages[1]);
-    expect((out[3] as AssistantMessage).content).toEqual([
-      { type: "toolCall", id: "bash_23", name: "bash", arguments: { _purged: `<purged-errored-args size="${bigChars}"/>` } },
-    ]);
-    expect(out.filter((m, i) => m !== messages[i])).toHaveLength(1);
+    const purged = [{ type: "toolCall", id: "bash_23", name: "bash", arguments: { _purged: `<purged-errored-args size="${bigChars}"/>` } }];
+    expect((out[1] as AssistantMessage).content).toEqual(purged);
+    expect((out[3] as AssistantMessage).content).toEqual(purged);
+    expect(out.filter((m, i) => m !== messages[i])).toHaveLength(2);
     expect(messages[3]).toStrictEqual(assistant([{ id: "bash_23", args: big }], 4)); // input not mutated
+  });
+
+  it("dates a reused id's failure by its latest failed result", () => {
+    const messages: AgentMessage[] = [
+      user("go", 1),
+      assistant([{ id: "bash_23", args: big }], 2),
+      result("bash_23", "exit 2", 3, true),
+      assistant([], 4, "a"),
+      assistant([], 5, "b"),
+      assistant([{ id: "bash_23", args: big }], 6),
+      result("bash_23", "exit 1", 7, true),
+    ];
+    // The first failure is 3 turns old, but the latest (the one the map keeps) only 0: nothing is purged.
+    expect(purgeErroredArgs(messages, purgeOn)).toBe(messages);
   });
 
   it("counts age in assistant turns: cooldown 2 needs two assistant messages after the failing one", () => {

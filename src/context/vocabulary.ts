@@ -154,7 +154,7 @@ export function toolCallsOf(m: AssistantMessage): ToolCall[] {
  * How a walk pairs tool results with tool calls. Pi, pi-ai and the extension each pair them in
  * their own way, and condense reproduces each where it reproduces that reader:
  * - `scope`: `turn` — a result answers a call of the most recent assistant message only (pi-ai,
- *   the orphan sweep, error purge); `any` — a call of any earlier assistant message of the walk.
+ *   the orphan sweep); `any` — a call of any earlier assistant message of the walk.
  * - `reuse` (scope `any`): when two assistant messages call the same id, the `first` keeps it, or
  *   the `latest` takes it over.
  * - `between`: a message that is neither an assistant message nor a tool result `close`s the open
