@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { Chalk } from "chalk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
+import { isStubText, spilledStub, stubRef } from "../src/context/vocabulary.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { CUSTOM_TYPES, type ToolCallRecord } from "../src/entries/types.js";
@@ -287,6 +288,32 @@ describe("transcript", () => {
         "",
       ].join("\n"),
     );
+  });
+
+  it("tags a spilled stub with the ref on its last line, not one its preview mentions", () => {
+    const record: ToolCallRecord = {
+      toolCallId: "bash_9",
+      toolName: "bash",
+      args: {},
+      resultText: "",
+      isError: false,
+      turnIndex: 0,
+      timestamp: 1,
+      resultTimestamp: 2,
+      spillPath: "/s/bash_9_2.txt",
+      spillBytes: 70000,
+      resultPreview: "see ref `t99` above",
+    };
+    const text = spilledStub(record, "t4");
+    expect(text).toBe(
+      "[Oversized output spilled to file — 70000 bytes.]\nTool: bash\nPreview (head):\nsee ref `t99` above\n" +
+        "Full output — read this file (offset/limit supported): /s/bash_9_2.txt\nOr use context_tree_query with ref `t4`.",
+    );
+    expect(isStubText(text)).toBe(true);
+    expect(stubRef(text)).toBe("t4");
+    expect(stubRef("[Summarized in pruner summary, ref `t7`. Use context_tree_query to retrieve full output.]")).toBe("t7");
+    const transcript = formatTranscript([result("bash_9", text, 2)], plain);
+    expect(transcript).toBe(`#1 toolResult bash bash_9 [stub t4]\n${text}\n`);
   });
 
   it("tags purged arguments, errors, custom messages and signed thinking", async () => {

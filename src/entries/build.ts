@@ -15,15 +15,29 @@ import {
   type IndexEntryData,
   type StatsData,
   type SummaryDetails,
+  type SummaryToolCallRef,
+  type ToolCallRecord,
 } from "./types.js";
 
 function custom(customType: string, data: unknown): NewEntry {
   return { type: "custom", customType, data };
 }
 
-/** `context-prune-index`: indexed records (and, for spills and back-fills, their refs). */
+/** `context-prune-index`: indexed records (and, for back-fills, their refs). */
 export function indexEntry(data: IndexEntryData): NewEntry {
   return custom(CUSTOM_TYPES.index, data);
+}
+
+/**
+ * The two `context-prune-index` entries of eagerly spilled calls: the records exactly as the
+ * extension's own eager spill writes them (no refs), then their short refs in a record-less
+ * back-filled entry `{ toolCalls: [], backfilled: true, refs }`. The extension reads refs only
+ * from back-filled index entries, whose records never seed its dedup hash map (pi-condense 2.9.1
+ * `ToolCallIndexer.reconstructFromSession`): this way it resolves the refs and never hands out
+ * their numbers again, and dedup against the spilled records still works.
+ */
+export function spillIndexEntries(records: ToolCallRecord[], refs: SummaryToolCallRef[]): NewEntry[] {
+  return [indexEntry({ toolCalls: records }), indexEntry({ toolCalls: [], backfilled: true, refs })];
 }
 
 /** `context-prune-summary`: the summary text (footer included) of one batch, with its refs. */

@@ -69,6 +69,7 @@ export class ToolCallIndexer {
       case "index":
         for (const record of read.records) this.addRecord(record, !read.backfilled);
         this.registerRefs(read.refs);
+        this.reserveRefNumbers(read.strayRefs);
         return;
       case "summary": {
         this.registerRefs(read.refs);
@@ -119,7 +120,17 @@ export class ToolCallIndexer {
         this.shortRefToKey.set(ref.shortId, key);
         this.keyToShortRef.set(key, ref.shortId);
       }
-      const n = /^t(\d+)$/.exec(ref.shortId);
+    }
+    this.reserveRefNumbers(refs);
+  }
+
+  /**
+   * Move the next ref number past these refs' numbers without making them resolvable (refs the
+   * extension does not read, so that no number is ever handed out twice).
+   */
+  reserveRefNumbers(refs: SummaryToolCallRef[]): void {
+    for (const ref of refs) {
+      const n = /^t(\d+)$/.exec(ref?.shortId ?? "");
       if (n) this.nextShortRef = Math.max(this.nextShortRef, Number(n[1]) + 1);
     }
   }
