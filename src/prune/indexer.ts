@@ -196,7 +196,8 @@ export class ToolCallIndexer {
 
   /**
    * Every occurrence that shares a raw tool-call id — indexed records and dedup aliases, each
-   * labelled with its own occurrence key — oldest first.
+   * labelled with its own occurrence key — oldest first, as the extension orders them
+   * (`getRecordsForId`): by result timestamp (a dedup alias's own), else the batch time.
    */
   getRecordsForId(toolCallId: string): { key: string; record: ToolCallRecord; aliasOf?: string }[] {
     const out: { key: string; record: ToolCallRecord; aliasOf?: string }[] = [];
@@ -209,7 +210,8 @@ export class ToolCallIndexer {
       const record = this.records.get(originalKey);
       if (record) out.push({ key: newKey, record, aliasOf: originalKey });
     }
-    const at = (e: { key: string; record: ToolCallRecord }) => parseOccurrenceKey(e.key).resultTimestamp ?? e.record.resultTimestamp ?? e.record.timestamp;
+    const at = (e: { key: string; record: ToolCallRecord; aliasOf?: string }) =>
+      (e.aliasOf ? parseOccurrenceKey(e.key).resultTimestamp : e.record.resultTimestamp) ?? e.record.timestamp;
     return out.sort((a, b) => at(a) - at(b));
   }
 }
