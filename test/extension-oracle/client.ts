@@ -1,14 +1,15 @@
 /**
- * Starts `harness.ts` (the pi-condense extension loaded by Pi 1.6's own extension loader) in a
- * child process under Node 22 with tsx — both devDependencies — and returns what it reports.
+ * Starts `harness.ts` (the pi-condense extension loaded by Pi 1.6's own extension loader) or
+ * `settings-harness.ts` (Pi's own settings reading) in a child process under Node 22 with tsx —
+ * both devDependencies — and returns what it reports.
  * The product and the rest of the tests stay on the Node that runs the tests.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { HarnessJob, HarnessResult } from "./protocol.js";
+import type { HarnessJob, HarnessResult, PiSettingsResult } from "./protocol.js";
 
-export type { HarnessJob, HarnessResult } from "./protocol.js";
+export type { HarnessJob, HarnessResult, PiSettingsResult } from "./protocol.js";
 
 const REPO = path.resolve(__dirname, "../..");
 /** The Node 22 binary of the `node` devDependency. */
@@ -67,4 +68,9 @@ function runNode22<T>(script: string, input: unknown, env: Record<string, string
 export async function runHarness(jobs: HarnessJob[], agentDir: string): Promise<HarnessResult[]> {
   const doc = await runNode22<{ results: HarnessResult[] }>("harness.ts", { extension: EXTENSION, sessions: jobs }, { PI_CODING_AGENT_DIR: agentDir });
   return doc.results;
+}
+
+/** Pi's own settings reading for each case, in one child process. */
+export async function runSettingsHarness(cases: { cwd: string; agentDir: string }[]): Promise<PiSettingsResult[]> {
+  return (await runNode22<{ results: PiSettingsResult[] }>("settings-harness.ts", { cases }, {})).results;
 }

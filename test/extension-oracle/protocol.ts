@@ -1,5 +1,5 @@
 /**
- * What the test process and the Node 22 child (harness.ts) exchange: one
+ * What the test process and the Node 22 children (harness.ts, settings-harness.ts) exchange: one
  * JSON document on the child's stdin, one on its stdout.
  */
 
@@ -36,6 +36,13 @@ export interface HarnessResult {
   queries: string[];
   /** Entries the extension asked Pi to append while starting and building the context. */
   appended: { customType: string; data: unknown }[];
+}
+
+/** What Pi 1.6 itself makes of its settings for one project folder (settings-harness.ts). */
+export interface PiSettingsResult {
+  trusted: boolean;
+  merged: Record<string, unknown>;
+  errorPaths: string[];
 }
 
 /** In a child: read the JSON document on stdin. */
