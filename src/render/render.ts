@@ -13,8 +13,10 @@ import { pruneMessages } from "./prune-messages.js";
 import type { PruneContext, RenderDiagnostic } from "./types.js";
 
 export interface Rendered {
-  /** The context without pruning. */
+  /** The context without pruning: what stock Pi sends (its projection, converted). */
   before: Message[];
+  /** The same before `convertToLlm` (Pi's own roles kept, for the transcript). */
+  beforeAgent: AgentMessage[];
   /** The context after pruning. */
   after: Message[];
   /** The context after pruning, before `convertToLlm` (Pi's own roles kept, for the transcript). */
@@ -50,6 +52,7 @@ export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
   const sent = restoreSystemMessages(projected, visible, messages);
   return {
     before: convertToLlm(projected),
+    beforeAgent: projected,
     after: convertToLlm(sent),
     afterAgent: sent,
     phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(restoreSystemMessages(projected, visible, p.messages)) })),

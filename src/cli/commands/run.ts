@@ -13,6 +13,7 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { defaultJobs, type FileOutcome, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
+import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
@@ -56,6 +57,11 @@ export function registerRun(program: Command, exit: ExitState): void {
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
     if (options.output !== undefined) await checkOutputPath(options.output, files);
+    // What run writes shrinks Pi's context only with the extension switched on.
+    if (!options.quiet) {
+      const off = await extensionOffWarning(files, "run");
+      if (off) out.warn(off);
+    }
     if (summarizerKind({ kind: options.summarizer, model: options.model }, config) === "deterministic" && (options.thinking || options.fallbackModel)) {
       out.warn(`${options.thinking ? "--thinking" : "--fallback-model"} has no effect with the deterministic summarizer (name a model with --model)`);
     }
