@@ -1,7 +1,7 @@
 /**
  * A compiled copy of the CLI for tests that run it as a process (worker threads, a terminal): the
- * sources compiled into a folder of their own under `tmp/` (ignored by git), with the launcher
- * and package.json beside it — so no test rewrites `dist/` while another one runs from it.
+ * sources compiled into a folder of their own under `tmp/` (ignored by git), with the launcher and
+ * package.json beside it as in the package — so no test rewrites `dist/` while another one runs from it.
  */
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, rmSync } from "node:fs";
@@ -20,7 +20,7 @@ export function buildCli(name: string): { bin: string; cleanup: () => void } {
   if (build.status !== 0) throw new Error(`build failed: ${build.stdout}${build.stderr}`);
   const bin = path.join(root, "bin", "condense.js");
   copyFileSync(path.join(REPO_ROOT, "bin", "condense.js"), bin);
-  // --version reads the package.json beside dist/.
+  // The package root's package.json, which `--version` reads two folders above dist/cli/.
   copyFileSync(path.join(REPO_ROOT, "package.json"), path.join(root, "package.json"));
   return { bin, cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }

@@ -124,7 +124,7 @@ describe("bash", () => {
   });
 
   it("completes options per command, with the default command's at top level", () => {
-    expect(bashComplete(["condense", "query", "t3", "--"])).toEqual(["--session", "--full", "--json", "--quiet", "--help"]);
+    expect(bashComplete(["condense", "query", "t3", "--"])).toEqual(["--session", "--full", "--format", "--json", "--quiet", "--help"]);
     expect(bashComplete(["condense", "render", "--f"])).toEqual(["--format"]);
     expect(bashComplete(["condense", "--dry"])).toEqual(["--dry-run"]);
     expect(bashComplete(["condense", "b.jsonl", "--ou"])).toEqual(["--output"]);
@@ -134,6 +134,8 @@ describe("bash", () => {
   it("completes option values: choices, files, nothing for free values", () => {
     expect(bashComplete(["condense", "render", "--format", ""])).toEqual(["text", "json"]);
     expect(bashComplete(["condense", "render", "--format", "=", "j"])).toEqual(["json"]);
+    expect(bashComplete(["condense", "query", "t3", "--format", ""])).toEqual(["text", "tool"]);
+    expect(bashComplete(["condense", "render", "--as", ""])).toEqual(["extension", "pi-only"]);
     expect(bashComplete(["condense", "--summarizer", "l"])).toEqual(["llm"]);
     expect(bashComplete(["condense", "metrics", "--tokenizer", ""])).toEqual(["chars4", "o200k"]);
     expect(bashComplete(["condense", "query", "--session", "a"])).toEqual(["a session.jsonl"]);

@@ -7,7 +7,7 @@ import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
-import { contextSize, ESTIMATED_IMAGE_CHARS, messageChars, messageTokens } from "../src/context/size.js";
+import { contextSize, ESTIMATED_IMAGE_CHARS, messageChars, messageTokens, piEstimateTokens } from "../src/context/size.js";
 import { renderAfterRun } from "../src/pipeline/render.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { openSession } from "../src/session/open.js";
@@ -60,7 +60,10 @@ describe("messageChars / messageTokens on hand-made messages", () => {
     expect(messageChars(result)).toBe(8);
     const bash = { role: "bashExecution", command: "ls", output: "a\nb", exitCode: 0, cancelled: false, truncated: false, timestamp: at } as AgentMessage;
     expect(messageChars(bash)).toBe(2 + 3);
-    expect(contextSize([bash, { ...bash, excludeFromContext: true } as AgentMessage])).toEqual({ messages: 1, chars: 5, tokens: 2 });
+    const excludedBash = { ...bash, excludeFromContext: true } as AgentMessage;
+    expect(contextSize([bash, excludedBash])).toEqual({ messages: 1, chars: 5, tokens: 2 });
+    // Pi's own estimate (compaction's) counts it all the same.
+    expect(piEstimateTokens(excludedBash)).toBe(2);
     const summary = { role: "compactionSummary", summary: "12345", tokensBefore: 9, timestamp: at } as unknown as AgentMessage;
     expect(messageTokens(summary)).toBe(2);
     // Tokens are summed per message (ceil each), not chars / 4 of the whole.
@@ -89,6 +92,7 @@ describe.skipIf(!present)("the measure equals Pi's estimateTokens on every share
     let checked = 0;
     for (const list of lists) {
       for (const m of list) {
+        expect(piEstimateTokens(m), `${m.role} message`).toBe(Compaction.estimateTokens(m));
         expect(messageTokens(m), `${m.role} message`).toBe(excluded(m) ? 0 : Compaction.estimateTokens(m));
         checked++;
       }

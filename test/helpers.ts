@@ -26,9 +26,15 @@ export async function importPiMessages(): Promise<any> {
   return await import(/* @vite-ignore */ url);
 }
 
-/** Pi 1.6's compaction module (compaction/compaction.js: estimateTokens and friends), loaded by file URL. */
+/** Pi 1.6's compaction module (compaction/compaction.js: prepareCompaction, compact, estimates), loaded by file URL. */
 export async function importPiCompaction(): Promise<any> {
   const url = pathToFileURL(path.join(PI_CORE, "compaction/compaction.js")).href;
+  return await import(/* @vite-ignore */ url);
+}
+
+/** Pi 1.6's compaction utilities (compaction/utils.js: computeFileLists, serializeConversation), loaded by file URL. */
+export async function importPiCompactionUtils(): Promise<any> {
+  const url = pathToFileURL(path.join(PI_CORE, "compaction/utils.js")).href;
   return await import(/* @vite-ignore */ url);
 }
 

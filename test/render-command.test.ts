@@ -88,7 +88,7 @@ describe("condense render", () => {
   it("--stats --format json prints the sizes as JSON", async () => {
     const r = await runCli(["render", fixture("failed-write-30kb-args"), "--stats", "--format", "json"]);
     const doc = JSON.parse(r.stdout);
-    expect(Object.keys(doc)).toEqual(["session", "label", "dryRun", "context", "stats"]);
+    expect(Object.keys(doc)).toEqual(["session", "label", "dryRun", "as", "context", "stats"]);
     expect(doc.context.before).toEqual({ messages: 6, chars: 298, tokens: 76 });
     expect(doc.stats.map((x: { phase: string; tokens: number }) => [x.phase, x.tokens])).toEqual([
       ["projection", 8595],

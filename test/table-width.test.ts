@@ -19,8 +19,15 @@ const files = present
       .sort()
   : [];
 const widest = (text: string) => Math.max(...text.split("\n").map((l) => stringWidth(l)));
-/** The lines of a cli-table3 table (its borders) or of budget's turn table (its rows of figures). */
+/** The lines of a cli-table3 table (its borders). */
 const tableLines = (text: string) => text.split("\n").filter((l) => /^[┌│├└]/.test(l));
+/** budget's turn table (from its head to the blank line after it) and chart (the lines with an axis). */
+function budgetTable(text: string): string[] {
+  const lines = text.split("\n");
+  const head = lines.findIndex((l) => l.startsWith("turn "));
+  const end = lines.indexOf("", head);
+  return [...lines.slice(head, end), ...lines.filter((l) => /^\s*\S* [┤└]/.test(l))];
+}
 
 describe("fittedTable", () => {
   const layouts = [
@@ -42,10 +49,11 @@ describe("fittedTable", () => {
     expect(t.layout).toBe(1);
     expect(widest(t.text)).toBe(40);
   });
-  it("width: the terminal's, else COLUMNS, else 120", () => {
+  it("width: the terminal's, else COLUMNS, else no limit (piped output is not cut)", () => {
     expect(outputWidth({ isTTY: true, columns: 90 }, { COLUMNS: "70" })).toBe(90);
     expect(outputWidth({ isTTY: false }, { COLUMNS: "70" })).toBe(70);
-    expect(outputWidth({}, { COLUMNS: "x" })).toBe(120);
+    expect(outputWidth({}, { COLUMNS: "x" })).toBe(Number.POSITIVE_INFINITY);
+    expect(fittedTable(layouts, Number.POSITIVE_INFINITY).text).toContain("x".repeat(60));
   });
 });
 
@@ -70,10 +78,12 @@ describe.skipIf(!present)("at COLUMNS=80, over every shared session", () => {
     expect(widest(tableLines(r.stdout).join("\n"))).toBeLessThanOrEqual(80);
   });
 
-  it.each(files)("budget %s: no line wider than 80", async (name) => {
+  it.each(files)("budget %s: no line of the table or the chart wider than 80", async (name) => {
     const r = await at80("budget", copies[files.indexOf(name)]);
     expect(r.code).toBe(0);
-    expect(widest(r.stdout)).toBeLessThanOrEqual(80);
+    const lines = budgetTable(r.stdout);
+    if (!r.stdout.includes("no tool-using turns")) expect(lines.length).toBeGreaterThan(1);
+    expect(widest(lines.join("\n"))).toBeLessThanOrEqual(80);
   });
 });
 
@@ -135,9 +145,9 @@ describe.skipIf(!hasTmux || !present)("in a real terminal (tmux) at 80 and 160 c
     300_000,
   );
 
-  it("budget at 80 columns fits", async () => {
+  it("budget's table and chart at 80 columns fit", async () => {
     const screen = await inTerminal(80, `budget ${path.join(tmp.dir, "kimchi-session.v3.jsonl")} --context-window 200k`);
-    expect(widest(screen)).toBeLessThanOrEqual(80);
+    expect(widest(budgetTable(screen).join("\n"))).toBeLessThanOrEqual(80);
     expect(screen).toContain("context Pi sends:");
   }, 150_000);
 });

@@ -9,8 +9,8 @@ import stringWidth from "string-width";
 
 /** Below this many columns the compact layout is used. */
 export const COMPACT_BELOW = 100;
-/** Width assumed when neither a terminal nor `COLUMNS` says (output piped to a file). */
-export const DEFAULT_WIDTH = 120;
+/** Width when neither a terminal nor `COLUMNS` says (output piped to a file or a program): no limit, nothing cut. */
+export const DEFAULT_WIDTH = Number.POSITIVE_INFINITY;
 
 export interface Column {
   head: string;
@@ -29,7 +29,7 @@ export interface TableLayout {
 
 /**
  * The width to fit: the terminal's columns when stdout is one, else `COLUMNS` when it is a
- * positive integer, else {@link DEFAULT_WIDTH}.
+ * positive integer, else {@link DEFAULT_WIDTH} (no limit).
  */
 export function outputWidth(stream: { isTTY?: boolean; columns?: number }, env: NodeJS.ProcessEnv = process.env): number {
   if (stream.isTTY && stream.columns && stream.columns > 0) return stream.columns;

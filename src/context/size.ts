@@ -9,9 +9,10 @@
  * - system: content, sections and the JSON of the tools it adds; any other role: 0.
  *
  * Tokens are Pi's: `ceil(chars / 4)` per message, summed (so a list's tokens are not its chars / 4).
- * A `bashExecution` with `excludeFromContext` never reaches the provider and counts 0 here (Pi's
- * own estimate still counts it). `run`, `render --stats`, `metrics` and `budget` all measure with
- * this module; entries written for the extension (flush metrics) keep the extension's JSON measure.
+ * A `bashExecution` with `excludeFromContext` never reaches the provider and counts 0 in the
+ * context measure ({@link messageChars}); Pi's own estimate still counts it ({@link piEstimateTokens},
+ * which compaction uses, as Pi does). `run`, `render --stats`, `metrics` and `budget` all measure
+ * with this module; entries written for the extension (flush metrics) keep the extension's JSON measure.
  */
 import type { AgentMessage } from "../session/types.js";
 
@@ -52,10 +53,7 @@ function assistantParts(content: unknown, parts: CountedParts): void {
   }
 }
 
-/**
- * The texts and images of one message that Pi's estimate counts (see the module comment), in
- * message order; nothing for a message that never reaches the provider.
- */
+/** The texts and images of one message that Pi's estimate counts (see the module comment), in message order. */
 export function countedParts(message: AgentMessage): CountedParts {
   const parts: CountedParts = { texts: [], images: 0 };
   const m = message as AgentMessage & Record<string, unknown>;
@@ -69,7 +67,7 @@ export function countedParts(message: AgentMessage): CountedParts {
       assistantParts(m.content, parts);
       break;
     case "bashExecution":
-      if (!message.excludeFromContext) parts.texts.push(String(message.command ?? ""), String(message.output ?? ""));
+      parts.texts.push(String(message.command ?? ""), String(message.output ?? ""));
       break;
     case "branchSummary":
     case "compactionSummary":
@@ -96,8 +94,8 @@ export function reachesProvider(message: AgentMessage): boolean {
 
 const memo = new WeakMap<object, number>();
 
-/** Characters of one message as Pi counts them (memoized per message object: messages are never mutated). */
-export function messageChars(message: AgentMessage): number {
+/** Characters of one message as Pi's `estimateTokens` counts them, whether or not it reaches the provider (memoized per message object: messages are never mutated). */
+export function piEstimateChars(message: AgentMessage): number {
   let chars = memo.get(message);
   if (chars === undefined) {
     const parts = countedParts(message);
@@ -108,7 +106,17 @@ export function messageChars(message: AgentMessage): number {
   return chars;
 }
 
-/** Estimated tokens of one message: `ceil(chars / 4)` (Pi's `estimateTokens`, same rounding). */
+/** Pi's `estimateTokens` of one message, exactly: `ceil(chars / 4)` of {@link piEstimateChars}. */
+export function piEstimateTokens(message: AgentMessage): number {
+  return Math.ceil(piEstimateChars(message) / 4);
+}
+
+/** Characters of one message in the context measure: Pi's count, 0 for a message that never reaches the provider. */
+export function messageChars(message: AgentMessage): number {
+  return reachesProvider(message) ? piEstimateChars(message) : 0;
+}
+
+/** Estimated tokens of one message in the context measure: `ceil(chars / 4)` (Pi's rounding). */
 export function messageTokens(message: AgentMessage): number {
   return Math.ceil(messageChars(message) / 4);
 }

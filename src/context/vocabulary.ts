@@ -40,20 +40,27 @@ export function parseOccurrenceKey(key: string): { toolCallId: string; resultTim
 
 // ---- Stubs
 
-const STUB_PREFIXES = ["[Summarized in pruner summary", "[Spilled: "];
+const STUB_PREFIXES = ["[Summarized in pruner summary", "[Oversized output spilled to file"];
 
 /** ``[Summarized in pruner summary, ref `tN`. Use context_tree_query to retrieve full output.]`` */
 export function summarizedStub(ref: string): string {
   return `[Summarized in pruner summary, ref \`${ref}\`. Use context_tree_query to retrieve full output.]`;
 }
 
-/** The stub of a spilled output: tool, size in bytes, head preview, sidecar path and ref. */
+/**
+ * The stub of a spilled output, exactly as the extension writes it (pi-condense 2.9.1
+ * `src/pruner.ts`, phase 1): size in UTF-8 bytes, tool, head preview, sidecar path and ref, one
+ * per line. The ref is the short ref when the index has one, else the raw tool-call id.
+ */
 export function spilledStub(record: ToolCallRecord, ref: string): string {
-  return (
-    `[Spilled: ${record.toolName} (${record.spillBytes ?? "?"} bytes). Head preview:\n` +
-    `${record.resultPreview ?? ""}\n` +
-    `Full output: ${record.spillPath}. Use context_tree_query(${ref}) to retrieve.]`
-  );
+  return [
+    `[Oversized output spilled to file — ${record.spillBytes ?? "?"} bytes.]`,
+    `Tool: ${record.toolName}`,
+    "Preview (head):",
+    record.resultPreview ?? "",
+    `Full output — read this file (offset/limit supported): ${record.spillPath}`,
+    `Or use context_tree_query with ref \`${ref}\`.`,
+  ].join("\n");
 }
 
 /** True when a tool result's text is a pruner stub. */
@@ -61,9 +68,12 @@ export function isStubText(text: string): boolean {
   return STUB_PREFIXES.some((p) => text.startsWith(p));
 }
 
-/** The ref a stub names (`tN`, or a raw id for records without a short ref). */
+/**
+ * The ref a stub names (`tN`, or a raw id for records without a short ref): read where each stub
+ * above puts it, so a spilled stub's preview cannot be taken for its ref.
+ */
 export function stubRef(text: string): string | undefined {
-  return /ref `([^`]+)`/.exec(text)?.[1] ?? /context_tree_query\(([^)]+)\)/.exec(text)?.[1];
+  return /^\[Summarized in pruner summary, ref `([^`]+)`/.exec(text)?.[1] ?? /\nOr use context_tree_query with ref `([^`]+)`\.$/.exec(text)?.[1];
 }
 
 // ---- The recovery command (stock Pi)
@@ -163,7 +173,7 @@ export function toolCallsOf(m: AssistantMessage): ToolCall[] {
  * How a walk pairs tool results with tool calls. Pi, pi-ai and the extension each pair them in
  * their own way, and condense reproduces each where it reproduces that reader:
  * - `scope`: `turn` — a result answers a call of the most recent assistant message only (pi-ai,
- *   the orphan sweep, error purge); `any` — a call of any earlier assistant message of the walk.
+ *   the orphan sweep); `any` — a call of any earlier assistant message of the walk.
  * - `reuse` (scope `any`): when two assistant messages call the same id, the `first` keeps it, or
  *   the `latest` takes it over.
  * - `between`: a message that is neither an assistant message nor a tool result `close`s the open

@@ -18,8 +18,9 @@ export const SKILL_NAME = "condense-recover";
 export const SKILL_DESCRIPTION =
   "Get back the exact original output of a tool call that was pruned from this conversation. Use when a " +
   'tool result was replaced by a stub naming a ref ("[Summarized in pruner summary, ref `t3`...]", ' +
-  '"[Spilled: ...]") or a pruner summary or compressed sub-task lists refs like t3, and the summary is ' +
-  "not enough: exact lines, numbers, error messages, or file contents you are about to edit.";
+  '"[Oversized output spilled to file — ...]") or a pruner summary or compressed sub-task lists refs ' +
+  "like t3, and the summary is not enough: exact lines, numbers, error messages, or file contents you " +
+  "are about to edit.";
 
 /**
  * Where the skill goes: `<agent dir>/skills/condense-recover/SKILL.md` (agent dir:

@@ -4,7 +4,7 @@
  * real tokens of the same texts with OpenAI's o200k_base encoding through `gpt-tokenizer` (loaded
  * on first use: about half a second), an image counting what Pi's estimate gives it.
  */
-import { countedParts, ESTIMATED_IMAGE_CHARS, messageTokens } from "../context/size.js";
+import { countedParts, ESTIMATED_IMAGE_CHARS, messageTokens, reachesProvider } from "../context/size.js";
 import type { AgentMessage } from "../session/types.js";
 import { UsageError } from "../util/errors.js";
 
@@ -46,6 +46,7 @@ export async function loadTokenizer(name: string | undefined): Promise<Tokenizer
       count,
       messageTokens: (m) => {
         let n = memo.get(m);
+        if (n === undefined && !reachesProvider(m)) n = 0;
         if (n === undefined) {
           const parts = countedParts(m);
           n = parts.texts.reduce((sum, t) => sum + count(t), 0) + Math.ceil((parts.images * ESTIMATED_IMAGE_CHARS) / 4);

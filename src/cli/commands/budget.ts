@@ -5,21 +5,22 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
+import { contextSize, type ContextSize } from "../../context/size.js";
+import { budgetSession } from "../../pipeline/budget.js";
 import { renderAfterRun } from "../../pipeline/render.js";
 import { sessionView } from "../../pipeline/view.js";
-import { contextSize, type ContextSize } from "../../context/size.js";
 import { budgetChart } from "../../report/budget-chart.js";
-import { loadModelRegistry, MAX_BUDGET_WINDOW, replayBudget, type BudgetReport, type BudgetRow } from "../../report/budget.js";
-import { lineOf } from "../../report/session-metrics.js";
+import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
+import { MAX_BUDGET_WINDOW } from "../../report/budget.js";
 import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
 import { n as count, percentChange } from "../format.js";
-import { Output, wrapWords, fitLine } from "../output.js";
+import { fitLine, Output, wrapWords } from "../output.js";
 import { COMPACT_BELOW } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
-import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
+import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, tokensFlag, withConfigOptions } from "../options.js";
 
 /** Version of the `--json` document. */
 export const BUDGET_SCHEMA = "condense.budget/1";
@@ -28,6 +29,7 @@ interface BudgetOptions extends CommonOptions, ConfigFlags {
   threshold?: string;
   delta?: string;
   contextWindow?: string;
+  reserveTokens?: string;
   chart?: boolean;
 }
 
@@ -46,11 +48,13 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     .option("--threshold <share>", "autoBudgetThreshold: a fraction in (0, 1] or a percentage (0.735, 73.5%), or off (default: the configuration's)")
     .option("--delta <share>", "budgetTurnDelta: a fraction in (0, 1] or a percentage (0.04, 4%), or off (default: the configuration's)")
     .option("--context-window <tokens>", "context window for every turn (200000, 200k, 1M), instead of pi-ai's model registry")
+    .option("--reserve-tokens <tokens>", "compaction.reserveTokens for Pi's own auto-compaction (16384, 16k; default: Pi's settings, else 16384)")
     .addOption(new Option("--no-chart", "leave out the chart"));
   withConfigOptions(cmd).addHelpText(
     "after",
     `\nBudget fires when tokens ≥ min(${MAX_BUDGET_WINDOW}, threshold × window); delta fires when tokens / min(window, ${MAX_BUDGET_WINDOW})\n` +
       "grew by at least delta since the previous evaluated turn (never on the first).\n" +
+      'Pi compacts on its own when its estimate of the context exceeds window − reserveTokens (column "Pi", mark C).\n' +
       "\nExamples:\n  condense budget session.jsonl\n  condense budget session.jsonl --threshold 0.5 --delta off --json",
   );
   withCommonOptions(cmd).action(async (arg: string | undefined, options: BudgetOptions) => {
@@ -59,20 +63,15 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     if (options.threshold !== undefined) setKey(config, "autoBudgetThreshold", fractionFlag("--threshold", options.threshold), "--threshold");
     if (options.delta !== undefined) setKey(config, "budgetTurnDelta", fractionFlag("--delta", options.delta), "--delta");
     const contextWindow = options.contextWindow === undefined ? undefined : parseTokenCount("--context-window", options.contextWindow, { min: 1 });
+    const reserveTokens = tokensFlag("--reserve-tokens", options.reserveTokens);
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
     if (files.length !== 1) throw new UsageError(`budget takes one session; ${files.length} were given`);
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    await loadModelRegistry();
     const view = sessionView(session, config);
-    const report = replayBudget(view.branch, {
-      threshold: config.autoBudgetThreshold,
-      delta: config.budgetTurnDelta,
-      contextWindow,
-      isProtected: view.isProtected,
-      lineOf: (e) => lineOf(session, e),
-    });
+    const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
+    for (const w of warnings) out.warn(w);
     for (const model of report.summary.unknownModels) {
       out.warn(`${session.path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
     }
@@ -94,12 +93,13 @@ const pct = (f: number | null) => (f === null ? "—" : `${(100 * f).toFixed(1)}
 const signedPct = (f: number | null) => (f === null ? "—" : `${f >= 0 ? "+" : ""}${(100 * f).toFixed(1)}`);
 
 /** Columns of the turn table: every one, and the ones kept below {@link COMPACT_BELOW} columns. */
-const HEAD = ["turn", "entry", "line", "model", "tokens", "window", "level", "fraction", "Δ pts", "fires"];
-const COMPACT = new Set(["turn", "line", "tokens", "window", "fraction", "Δ pts", "fires"]);
-const RIGHT = new Set(["turn", "line", "tokens", "window", "level", "fraction", "Δ pts"]);
+const HEAD = ["turn", "entry", "line", "model", "tokens", "window", "level", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"];
+const COMPACT = new Set(["turn", "tokens", "window", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"]);
+const RIGHT = new Set(["turn", "line", "tokens", "window", "level", "fraction", "Δ pts", "Pi ~tokens"]);
+const MODEL = HEAD.indexOf("model");
 const MIN_MODEL = 12;
 
-function rowCells(r: BudgetRow): string[] {
+function rowCells(r: PiCompactionRow, compact: boolean): string[] {
   return [
     String(r.turn),
     r.entryId,
@@ -110,49 +110,50 @@ function rowCells(r: BudgetRow): string[] {
     r.level === null ? "—" : fmt(Math.round(r.level)),
     pct(r.fraction),
     signedPct(r.delta),
-    r.evaluated ? r.trigger : "(not evaluated)",
+    r.evaluated ? r.trigger : compact ? "—" : "(not evaluated)",
+    fmt(r.piTokens),
+    r.piCompaction ? (compact ? r.piCompaction : `compacts (${r.piCompaction})`) : "",
   ];
 }
 
 const cut = (text: string, width: number) => (text.length > width ? `${text.slice(0, Math.max(1, width - 1))}…` : text);
 
 /**
- * The turn table, two spaces between columns: every column when the terminal is wide enough,
- * else the compact set; the model column is cut to fit.
+ * The turn table, two spaces between columns: every column when the terminal is wide enough (the
+ * model cut to fit), else the compact set.
+ * @returns the lines, and whether the compact set was used
  */
-function formatRows(rows: BudgetRow[], out: Output, width: number): string[] {
-  const all = rows.map(rowCells);
-  const widthsOf = (keep: number[]) => keep.map((i) => Math.max(HEAD[i].length, ...all.map((c) => c[i].length)));
+function formatRows(rows: PiCompactionRow[], out: Output, width: number): { lines: string[]; compact: boolean } {
+  const widthsOf = (cells: string[][], keep: number[]) => keep.map((i) => Math.max(HEAD[i].length, ...cells.map((c) => c[i].length)));
   const lineWidth = (ws: number[]) => ws.reduce((t, w) => t + w, 0) + 2 * (ws.length - 1);
+  let cells = rows.map((r) => rowCells(r, false));
   let keep = HEAD.map((_, i) => i);
-  let widths = widthsOf(keep);
-  if (width < COMPACT_BELOW || lineWidth(widths) > width) {
-    const model = keep.indexOf(3);
-    const room = width - (lineWidth(widths) - widths[model]);
-    if (width >= COMPACT_BELOW && room >= MIN_MODEL) widths[model] = room;
-    else {
-      keep = keep.filter((i) => COMPACT.has(HEAD[i]));
-      widths = widthsOf(keep);
-    }
-  }
-  const line = (cells: string[]) =>
+  let widths = widthsOf(cells, keep);
+  const room = width - (lineWidth(widths) - widths[MODEL]);
+  const compact = width < COMPACT_BELOW || (lineWidth(widths) > width && room < Math.min(MIN_MODEL, widths[MODEL]));
+  if (compact) {
+    cells = rows.map((r) => rowCells(r, true));
+    keep = keep.filter((i) => COMPACT.has(HEAD[i]));
+    widths = widthsOf(cells, keep);
+  } else if (lineWidth(widths) > width) widths[keep.indexOf(MODEL)] = room;
+  const line = (c: string[]) =>
     keep
       .map((i, k) => {
-        const v = cut(cells[i], widths[k]);
+        const v = cut(c[i], widths[k]);
         return RIGHT.has(HEAD[i]) ? v.padStart(widths[k]) : v.padEnd(widths[k]);
       })
       .join("  ")
       .trimEnd();
   const lines = [out.c.bold(line(HEAD))];
   rows.forEach((r, i) => {
-    const text = line(all[i]);
-    lines.push(r.trigger === "budget" ? out.c.red(text) : r.trigger === "delta" ? out.c.yellow(text) : text);
+    const text = line(cells[i]);
+    lines.push(r.trigger === "budget" || r.piCompaction ? out.c.red(text) : r.trigger === "delta" ? out.c.yellow(text) : text);
   });
-  return lines;
+  return { lines, compact };
 }
 
 /** The human report: who, the context before → after `run`, rows, summary, chart. */
-function formatBudget(head: string[], context: { before: ContextSize; after: ContextSize }, report: BudgetReport, chart: boolean, out: Output): string {
+function formatBudget(head: string[], context: { before: ContextSize; after: ContextSize }, report: PiCompactionReport, chart: boolean, out: Output): string {
   const { summary } = report;
   const width = out.width;
   const { before, after } = context;
@@ -165,35 +166,47 @@ function formatBudget(head: string[], context: { before: ContextSize; after: Con
     wrapWords(`threshold ${report.threshold ?? "off"}, delta ${report.delta ?? "off"}, MAX_BUDGET_WINDOW ${fmt(report.maxBudgetWindow)}`, width),
     "",
   ];
-  if (report.rows.length === 0) lines.push("no tool-using turns on the branch");
-  else lines.push(...formatRows(report.rows, out, width));
+  const table = report.rows.length === 0 ? null : formatRows(report.rows, out, width);
+  if (!table) lines.push("no tool-using turns on the branch");
+  else lines.push(...table.lines);
   lines.push("");
   const first = summary.firstFlush;
+  // Findings stay one line each (the terminal wraps them; grep finds them).
   lines.push(
-    wrapWords(
-      `${summary.flushes} flush${summary.flushes === 1 ? "" : "es"} (${summary.budgetFlushes} budget, ${summary.deltaFlushes} delta) over ` +
-        `${summary.evaluatedTurns} evaluated of ${summary.toolTurns} tool-using turns; ` +
-        `first flush: ${first ? `turn ${first.turn} (${first.trigger}, entry ${first.entryId}${first.line !== null ? `, line ${first.line}` : ""})` : "none"}; ` +
-        `peak tokens: ${summary.peakTokens === null ? "unknown" : `${fmt(summary.peakTokens)} at turn ${summary.peakTurn}`}`,
-      width,
-    ),
+    `${summary.flushes} flush${summary.flushes === 1 ? "" : "es"} (${summary.budgetFlushes} budget, ${summary.deltaFlushes} delta) over ` +
+      `${summary.evaluatedTurns} evaluated of ${summary.toolTurns} tool-using turns; ` +
+      `first flush: ${first ? `turn ${first.turn} (${first.trigger}, entry ${first.entryId}${first.line !== null ? `, line ${first.line}` : ""})` : "none"}; ` +
+      `peak tokens: ${summary.peakTokens === null ? "unknown" : `${fmt(summary.peakTokens)} at turn ${summary.peakTurn}`}`,
   );
-  if (summary.unknownModels.length > 0) lines.push(wrapWords(`unknown models (no window): ${summary.unknownModels.join(", ")}`, width));
+  lines.push(piCompactionLine(report));
+  if (summary.unknownModels.length > 0) lines.push(`unknown models (no window): ${summary.unknownModels.join(", ")}`);
+  if (table?.compact && report.rows.some((r) => !r.evaluated)) lines.push("fires — = not evaluated (the turn queued no batch)");
   if (report.rows.some((r) => r.tokensFrom === "earlier")) lines.push("* tokens of an earlier turn (this turn reported no usable usage)");
   if (report.rows.some((r) => r.windowFrom === "override")) lines.push("= window from --context-window");
-  if (chart) {
-    const chartWidth = Math.max(20, Math.min(80, width - 10));
-    const plot = budgetChart(report.rows, { width: chartWidth });
-    if (plot.length > 0) {
-      lines.push(
-        "",
-        wrapWords(
-          `tokens per tool-using turn (─ budget level${report.rows.length > chartWidth ? `, ${Math.ceil(report.rows.length / chartWidth)} turns per column` : ""}; B budget, D delta)`,
-          width,
-        ),
-      );
-      lines.push(...plot);
-    }
-  }
+  if (chart) lines.push(...chartLines(report, width));
   return lines.join("\n");
+}
+
+/** The chart of tokens per turn, at most 80 columns wide (less on a narrower terminal). */
+function chartLines(report: PiCompactionReport, width: number): string[] {
+  const chartWidth = Math.max(20, Math.min(80, width - 10));
+  const plot = budgetChart(report.rows, { width: chartWidth, piMarks: report.rows.map((r) => r.piCompaction !== null) });
+  if (plot.length === 0) return [];
+  const per = report.rows.length > chartWidth ? `, ${Math.ceil(report.rows.length / chartWidth)} turns per column` : "";
+  return ["", wrapWords(`tokens per tool-using turn (─ budget level${per}; B budget, D delta, C Pi compacts)`, width), ...plot];
+}
+
+/** Where Pi itself would have auto-compacted, in one line. */
+function piCompactionLine(report: PiCompactionReport): string {
+  const c = report.compaction;
+  const points = report.summary.piCompactions;
+  if (!c.enabled) return "Pi's auto-compaction is off (compaction.enabled: false)";
+  if (points.length === 0) return `Pi would auto-compact (reserveTokens ${fmt(c.reserveTokens)}): never`;
+  const where = points.map((p) => {
+    const at = `${p.turn !== null ? `turn ${p.turn}, ` : ""}entry ${p.entryId}${p.line !== null ? `, line ${p.line}` : ""}`;
+    return p.reason === "overflow"
+      ? `after the request that overflowed (${at})`
+      : `before the request of ${at} (~${fmt(p.tokens)} > ${fmt(p.level)} = ${fmt(p.contextWindow)} − ${fmt(c.reserveTokens)})`;
+  });
+  return `Pi would auto-compact (reserveTokens ${fmt(c.reserveTokens)}): ${where.join("; ")}`;
 }

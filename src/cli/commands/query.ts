@@ -7,9 +7,9 @@
  * printed.
  */
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
-import { formatQueryBlock, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
+import { formatQueryBlock, formatToolResult, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
@@ -19,6 +19,7 @@ import { type CommonOptions, type ExitState, withCommonOptions } from "../option
 interface QueryOptions extends CommonOptions {
   session?: string;
   full?: boolean;
+  format: "text" | "tool";
 }
 
 export function registerQuery(program: Command, exit: ExitState): void {
@@ -28,6 +29,11 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
     .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
+    .addOption(
+      new Option("--format <format>", "text: readable blocks; tool: exactly what the extension's context_tree_query returns")
+        .choices(["text", "tool"])
+        .default("text"),
+    )
     .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
@@ -38,6 +44,16 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const indexer = ToolCallIndexer.fromBranch(session.branch);
     const readText = (path: string) => readFileSync(path, "utf8");
     const full = !!options.full;
+
+    // --format tool: the text the extension's context_tree_query tool returns for these refs.
+    if (options.format === "tool") {
+      if (options.json) throw new UsageError("--format tool prints the tool's text; it cannot be combined with --json");
+      const { text, unknown } = formatToolResult(indexer, refs, readText, full);
+      out.stdout.write(`${text}\n`); // the tool's text exactly, plus one newline
+      for (const ref of unknown) out.error(`unknown ref ${ref}: not in this session's pruner index`);
+      if (unknown.length > 0) exit.code = 1;
+      return;
+    }
 
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];

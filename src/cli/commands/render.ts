@@ -5,7 +5,7 @@
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
-import { renderAfterRun, renderSession } from "../../pipeline/render.js";
+import { type RenderAs, renderAfterRun, renderSession, sentMessages } from "../../pipeline/render.js";
 import { sessionView } from "../../pipeline/view.js";
 import type { Rendered } from "../../render/render.js";
 import { formatTranscript } from "../../render/transcript.js";
@@ -13,12 +13,14 @@ import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
+import { extensionOffWarning } from "../extension-status.js";
 import { n, percentChange } from "../format.js";
-import { Output, wrapWords, fitLine } from "../output.js";
+import { fitLine, Output, wrapWords } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 interface RenderOptions extends CommonOptions, ConfigFlags {
   format: "text" | "json";
+  as: RenderAs;
   dryRun?: boolean;
   stats?: boolean;
   summarizer?: "deterministic" | "llm";
@@ -31,6 +33,11 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .description("print the model-visible context of a session after pruning")
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
+    .addOption(
+      new Option("--as <context>", "extension: what Pi sends with pi-condense switched on; pi-only: what stock Pi sends without it")
+        .choices(["extension", "pi-only"])
+        .default("extension"),
+    )
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print the context's size now and after `run`, and after projection and each phase, instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
@@ -39,7 +46,8 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .option("--no-chain", "with --dry-run: skip chain compression")
     .addHelpText(
       "after",
-      "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json",
+      "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json\n" +
+        "  condense render session.jsonl --as pi-only --dry-run --stats",
     );
   withCommonOptions(cmd).action(async (sessionArg: string | undefined, options: RenderOptions) => {
     const out = new Output(options);
@@ -51,22 +59,36 @@ export function registerRender(program: Command, _exit: ExitState): void {
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model } : null;
     const view = sessionView(session, config);
-    const rendered = await renderSession(view, dryRun);
+    const rendered = await renderSession(view, dryRun, options.as);
+    // What run writes shrinks Pi's context only with the extension switched on (--as pi-only shows the other case).
+    if (options.as === "extension" && !options.quiet) {
+      const off = await extensionOffWarning([session.path], "render");
+      if (off) out.warn(off);
+    }
     const stats = renderStats(rendered);
     // The one "before → after" (as `run`, `metrics` and `budget` print it): the context Pi sends
     // now, and after `run` — the --dry-run plan when there is one, else a deterministic plan.
     const wantsContext = options.json || options.stats;
     const after = dryRun ? rendered : wantsContext ? await renderAfterRun(view.fork()) : rendered;
-    const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(after.afterAgent) };
+    const context = { before: contextSize(sentMessages(view.rendered, options.as)), after: contextSize(sentMessages(after, options.as)) };
     const label = sessionLabel(session);
     if (options.json) {
-      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, context, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
+      out.printJson({
+        session: session.path,
+        label,
+        dryRun: !!options.dryRun,
+        as: options.as,
+        context,
+        messages: rendered.after,
+        stats,
+        diagnostics: rendered.diagnostics,
+      });
       return;
     }
     if (options.stats && options.format === "json") {
-      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, context, stats });
+      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, as: options.as, context, stats });
     } else if (options.stats) {
-      out.print(formatStats([formatLabel(label), session.path], context, stats, !!options.dryRun, out));
+      out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as: options.as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
     else out.print(formatTranscript(rendered.afterAgent, out.c));
     for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
@@ -88,10 +110,16 @@ function signed(x: number): string {
 }
 
 /** `--stats`: who, the context now → after `run`, and the size after each phase of the render shown. */
-function formatStats(head: string[], context: { before: ContextSize; after: ContextSize }, stats: RenderStat[], dryRun: boolean, out: Output): string {
+function formatStats(
+  head: string[],
+  context: { before: ContextSize; after: ContextSize },
+  stats: RenderStat[],
+  mode: { dryRun: boolean; as: RenderAs },
+  out: Output,
+): string {
   const width = out.width;
   const { before, after } = context;
-  const shown = dryRun ? "after `condense run` (--dry-run)" : "as the session is now";
+  const shown = `${mode.dryRun ? "after `condense run` (--dry-run)" : "as the session is now"}${mode.as === "pi-only" ? ", as stock Pi sends it (no extension)" : ""}`;
   const table = out.table(
     ["after", "messages", "chars", "~tokens", "change"],
     stats.map((s, i) => [s.phase, s.messages, s.chars, s.tokens, i === 0 ? "" : signed(s.tokens - stats[i - 1].tokens)]),
