@@ -341,7 +341,7 @@ const sections = [
     }
     const { benchCompact, formatCompactRows } = await import("./compact.js");
     const rows = await benchCompact();
-    console.log("\n[compact, every shared session] Pi's defaults, zero-model summary; context = Pi's estimate (tokens) before → after");
+    console.log("\n[compact, every shared session] Pi's defaults, zero-model summary; context = what Pi sends (~tokens) before → after");
     for (const line of formatCompactRows(rows)) console.log(`  ${line}`);
     const done = rows.filter((r) => r.status === "compacted");
     const sum = (f) => done.reduce((t, r) => t + f(r), 0);

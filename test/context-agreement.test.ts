@@ -1,6 +1,7 @@
 /**
  * One definition of "before" and "after" (docs/design.md "Context size"): `run`, `render --stats`,
- * `metrics` and `budget` print the same numbers for the same session — the context Pi sends now,
+ * `metrics` and `budget` print the same numbers for the same session (and `compact` the same
+ * "before") — the context Pi sends now,
  * and after `run` — on every shared session; and once `run` has written, the context Pi sends is
  * what it said "after" would be.
  */
@@ -48,7 +49,10 @@ describe.skipIf(!present)("run, render --stats, metrics and budget agree on befo
     expect(metrics.sessions[0].context.before).toEqual(expected.before);
     expect(metrics.sessions[0].context.after).toEqual(expected.after);
     expect(budget.context).toEqual(expected);
-    if (name === HEADERLESS) return; // `run` refuses a file Pi cannot open
+    if (name === HEADERLESS) return; // `run` and `compact` refuse a file Pi cannot open
+    // compact measures the context it starts from the same way.
+    const compact: { sessions: { context: { before: Size } }[] } = await json("compact", copy, "--dry-run", "--json", ...migrate);
+    expect(compact.sessions[0].context.before).toEqual(expected.before);
     const dry: { sessions: { context: { before: Size; after: Size } }[] } = await json("run", copy, "--dry-run", "--json", ...migrate);
     expect(dry.sessions[0].context).toEqual(expected);
     // Written for real: what Pi sends now is what "after" promised, and nothing is left to do.

@@ -1,10 +1,10 @@
 /**
- * Tables fit the terminal (docs/design.md §2): with 80 columns no table line of `run`, `metrics`
- * or `budget` is wider than 80, over every shared session; the same under a real terminal (tmux)
+ * Tables fit the terminal (docs/design.md §2): with 80 columns no table line of `run`, `metrics`,
+ * `budget` or `compact` is wider than 80, over every shared session; the same under a real terminal (tmux)
  * at 80 and at 160 columns, where the wide layout appears.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, rmSync, utimesSync } from "node:fs";
+import { existsSync, readdirSync, rmSync, utimesSync } from "node:fs";
 import path from "node:path";
 import stringWidth from "string-width";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +75,12 @@ describe.skipIf(!present)("at COLUMNS=80, over every shared session", () => {
   it("metrics: no table line wider than 80", async () => {
     const r = await at80("metrics", tmp.dir, "--jobs", "2");
     expect(tableLines(r.stdout).length).toBe(files.length + 4 + 1);
+    expect(widest(tableLines(r.stdout).join("\n"))).toBeLessThanOrEqual(80);
+  });
+
+  it("compact --dry-run: no table line wider than 80", async () => {
+    const r = await at80("compact", tmp.dir, "--dry-run", "--migrate", "--jobs", "2");
+    expect(tableLines(r.stdout).length).toBe(files.length - 1 + 4 + 0); // rows (gjc-01 refused), borders and head
     expect(widest(tableLines(r.stdout).join("\n"))).toBeLessThanOrEqual(80);
   });
 
