@@ -17,6 +17,7 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
 import { n as count, percentChange } from "../format.js";
+import { warnIgnoredProjectSettings } from "../extension-status.js";
 import { fitLine, Output, wrapWords } from "../output.js";
 import { COMPACT_BELOW } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
@@ -67,6 +68,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
     if (files.length !== 1) throw new UsageError(`budget takes one session; ${files.length} were given`);
     const session = await openSession(files[0], "read");
+    await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     const view = sessionView(session, config);

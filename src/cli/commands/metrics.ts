@@ -17,6 +17,7 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
 import { n as fmt, percentChange, shortCount } from "../format.js";
+import { warnIgnoredProjectSettings } from "../extension-status.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import { type Column, fittedTable } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
@@ -89,6 +90,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const config = loadConfig(configSources(options));
     const taskOptions: MetricsTaskOptions = { config, tokenizer: (options.tokenizer ?? "chars4") as TokenizerName };
     const files = await resolveSessionArgs(args);
+    await warnIgnoredProjectSettings(out, files);
     const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
       module: METRICS_TASK_MODULE,
       fn: "metricsTask",

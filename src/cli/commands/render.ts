@@ -13,7 +13,7 @@ import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { extensionOffWarning } from "../extension-status.js";
+import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
 import { n, percentChange } from "../format.js";
 import { fitLine, Output, wrapWords } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
@@ -55,6 +55,7 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const files = await resolveSessionArgs(sessionArg ? [sessionArg] : []);
     if (files.length !== 1) throw new UsageError(`render takes one session; ${sessionArg} names ${files.length} files`);
     const session = await openSession(files[0], "read");
+    await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model } : null;

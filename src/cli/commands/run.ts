@@ -3,6 +3,7 @@
  * memory, then write sidecars atomically, then append the entries in one locked write — or, with
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
+import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions } from "../../pipeline/run.js";
@@ -10,10 +11,12 @@ import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
+import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
-import { extensionOffWarning } from "../extension-status.js";
+import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
 import { Output } from "../output.js";
+import { suggestCommand } from "../suggest.js";
 import { formatRunReport } from "../run-report.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
@@ -55,8 +58,11 @@ export function registerRun(program: Command, exit: ExitState): void {
     const config = loadConfig(configSources(options));
     const concurrency = positiveInt("--concurrency", options.concurrency, 4);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
-    const files = await resolveSessionArgs(args);
+    const files = await resolveSessionArgs(args).catch((error: unknown) => {
+      throw mistypedCommand(program, args, error);
+    });
     if (options.output !== undefined) await checkOutputPath(options.output, files);
+    await warnIgnoredProjectSettings(out, files);
     // What run writes shrinks Pi's context only with the extension switched on.
     if (!options.quiet) {
       const off = await extensionOffWarning(files, "run");
@@ -90,6 +96,19 @@ export function registerRun(program: Command, exit: ExitState): void {
     if (interrupt.signal.aborted) exit.code = 130;
     printOutcome(out, { results, failures, files: files.length, wallMs: Date.now() - started });
   });
+}
+
+/**
+ * The error for session arguments that resolve to nothing: when the first is not a path and reads
+ * like a mistyped command (`condense metric`), say so instead of "no such session".
+ */
+function mistypedCommand(program: Command, args: string[], error: unknown): unknown {
+  const word = args[0];
+  if (!(error instanceof UsageError) || word === undefined || existsSync(word)) return error;
+  const names = program.commands.map((c) => c.name()).filter((n) => n !== "run");
+  const meant = suggestCommand(word, names);
+  if (!meant) return error;
+  return new UsageError(`unknown command "${word}" — did you mean \`condense ${meant}\`? (No session goes by that name either.) See condense --help`);
 }
 
 /** The JSON document, or the report, the migration and output notices and a closing failure count. */
