@@ -93,7 +93,9 @@ describe.skipIf(!present)("at COLUMNS=80, over every shared session", () => {
   });
 });
 
-const tmux = (...args: string[]) => spawnSync("tmux", args, { encoding: "utf8" });
+// A tmux server of this file's own: another test file killing its last session stops the default server.
+const SOCKET = `condense-width-${process.pid}`;
+const tmux = (...args: string[]) => spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8" });
 const hasTmux = tmux("-V").status === 0;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -108,6 +110,7 @@ describe.skipIf(!hasTmux || !present)("in a real terminal (tmux) at 80 and 160 c
         utimesSync(copyInto(tmp.dir, path.join(SHARED_SESSIONS, f)), new Date("2025-01-01"), new Date("2025-01-01"));
   }, 120_000);
   afterAll(() => {
+    tmux("kill-server");
     cli?.cleanup();
     tmp.cleanup();
   });
