@@ -69,7 +69,7 @@ describe("compact on every shared session and the compaction fixtures, against P
       const dry = await runCli("compact", file, "--dry-run", "--json", "--migrate", ...keepArgs);
       expect(dry.code, dry.stderr).toBe(0);
       const doc = JSON.parse(dry.stdout);
-      expect(doc.schema).toBe("condense.compact/1");
+      expect(doc.schema).toBe("condense.compact/2");
       const r = doc.sessions[0];
       expect(r.dryRun).toBe(true);
       expect(r.written).toBeNull();

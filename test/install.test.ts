@@ -158,7 +158,7 @@ describe("npm pack + npm install -g of the tarball", () => {
     const installed = condense(["metrics", session, "--json"], tmp.dir);
     expect(installed.status).toBe(0);
     const json = JSON.parse(installed.stdout);
-    expect(json.schema).toBe("condense.metrics/1");
+    expect(json.schema).toBe("condense.metrics/2");
     expect(json.sessions.map((s: any) => s.session)).toEqual([session]);
     // What Pi sends now is what run said it would be; another run would change nothing.
     expect(json.sessions[0].context.before).toEqual(run.context.after);

@@ -294,7 +294,7 @@ describe("condense metrics --json", () => {
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(Object.keys(doc)).toEqual(["schema", "tokenizer", "sessions", "totals", "failures", "gates"]);
-    expect(doc.schema).toBe("condense.metrics/1");
+    expect(doc.schema).toBe("condense.metrics/2");
     expect(doc.tokenizer).toBe("chars4");
     expect(doc.sessions.map((s: { id: string }) => s.id)).toEqual(["one-open-chain", "chains-frontier"]);
     expect(doc.totals).toMatchObject({

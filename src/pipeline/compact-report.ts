@@ -1,6 +1,6 @@
 /**
  * What `compact` reports for one session (and prints as `--json`, `sessions[]` of
- * `condense.compact/1`; docs/json-schemas.md): the status and why, the settings and window used,
+ * `condense.compact/2`; docs/json-schemas.md): the status and why, the settings and window used,
  * Pi's trigger, the preparation (first kept entry, split turn, counts, file lists), the context
  * before and after, the summary's size and usage, and what was written.
  */

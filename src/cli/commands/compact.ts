@@ -21,7 +21,7 @@ import { type Column, fittedTable } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
 
 /** Version of the `--json` document. */
-export const COMPACT_SCHEMA = "condense.compact/1";
+export const COMPACT_SCHEMA = "condense.compact/2";
 
 interface CompactOptions extends CommonOptions {
   dryRun?: boolean;

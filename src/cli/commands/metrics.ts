@@ -24,7 +24,7 @@ import { parseFraction, parseTokenCount } from "../units.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 /** Version of the `--json` document; bumped only on an incompatible change. */
-export const METRICS_SCHEMA = "condense.metrics/1";
+export const METRICS_SCHEMA = "condense.metrics/2";
 
 interface MetricsOptions extends CommonOptions, ConfigFlags {
   jobs?: string;
