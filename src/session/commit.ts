@@ -1,10 +1,11 @@
 /**
  * The write side of `run` (docs/design.md §4, §5): the checks before anything is written (a
  * session Pi may be writing, an `--output` that is not a new file), the in-place migration of a
- * v1/v2 file with its backup, and the commit of a planned run — sidecars atomically first, then the
- * entries in one locked append, or the original bytes plus the entries into `--output`.
+ * v1/v2 file with its backup, and the commit of a planned run — the entries and their sidecars
+ * through the crash-safe locked append (writer.ts), or the sidecars and then the original bytes
+ * plus the entries into `--output`.
  */
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { copyFile, readFile, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
@@ -92,7 +93,7 @@ export async function migrateSession(session: Session, options: { inPlace: boole
   if (existsSync(backup) && !options.force) throw new UsageError(`${path}: backup ${backup} already exists; use --force to overwrite it`);
   // Under the lock, and only if the file is still the one read: a concurrent writer (or a second
   // condense) must never turn the backup into anything but the original bytes.
-  await withSessionLock(path, async () => {
+  await withSessionLock(realpathSync(path), async () => {
     await assertUnchanged(session);
     const mode = (await stat(path)).mode & 0o7777;
     await copyFile(path, backup);
@@ -108,8 +109,9 @@ export interface RunWrite {
 }
 
 /**
- * Commit a planned run: sidecars first (atomically), then the entries — appended to the session
- * under its lock, or written with the original bytes to `output`.
+ * Commit a planned run: the entries and their sidecars appended to the session by the crash-safe
+ * locked append, or (sidecars first) written with the original bytes to `output`.
+ * @param options.op the command, recorded in the journal and the undo record (default `run`)
  * @param base the migrated bytes to start `output` from (instead of the file as read)
  * @returns where the entries went and how many bytes they took
  * @throws CondenseError (exit 1) for any failure, naming the session; nothing half-written
@@ -118,10 +120,13 @@ export async function commitRun(
   session: Session,
   write: RunWrite,
   target: { output?: string; base?: Buffer },
+  options: { op?: string } = {},
 ): Promise<{ written: string; bytesAppended: number }> {
   try {
+    if (!target.output) {
+      return { written: session.path, bytesAppended: await appendEntries(session, write.entries, { op: options.op ?? "run", sidecars: write.sidecars }) };
+    }
     for (const sidecar of write.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
-    if (!target.output) return { written: session.path, bytesAppended: await appendEntries(session, write.entries) };
     if (!target.base) await assertUnchanged(session);
     const original = target.base ?? (await readFile(session.path));
     if (!target.base && original.length !== session.size) {

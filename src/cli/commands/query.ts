@@ -5,12 +5,14 @@
  * `condense query t3` from its bash tool). Unknown refs are named on stderr and make the exit code
  * 1; the others are still printed.
  */
-import { readFileSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import type { Command } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
+import { blobsFolder } from "../../prune/spill.js";
 import { formatQueryBlock, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
+import { readSidecar } from "../../session/sidecars.js";
 import { UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
@@ -35,7 +37,10 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     const indexer = ToolCallIndexer.fromBranch(session.branch);
-    const readText = (path: string) => readFileSync(path, "utf8");
+    // Sidecars only from the session's own blobs folder, next to its real path.
+    const real = realpathSync(session.path);
+    const folder = blobsFolder(real, session.id);
+    const readText = (path: string) => readSidecar(folder, path);
     const full = !!options.full;
 
     const results: Record<string, unknown>[] = [];
@@ -48,7 +53,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, session.path, session.id) : [];
+        const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, real, session.id) : [];
         const body = recordBody(hit.record, candidates, readText);
         const output = shownOutput(body.text, full);
         if (options.json) {
