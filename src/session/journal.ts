@@ -14,7 +14,7 @@
  * are condense's own; {@link settleJournal} (session/recover.ts) acts on it.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
 
@@ -113,9 +113,16 @@ export function fsyncDir(dir: string): void {
   }
 }
 
-/** Write a small file durably: temporary name (exclusive, 0600), fsync, rename, fsync of the folder. */
+/** The temporary name of a file written by {@link writeDurable} (one writer at a time: the lock holder). */
+export const temporaryOf = (path: string): string => `${path}.tmp`;
+
+/**
+ * Write a small file durably: a temporary name (0600; a leftover of a killed writer is replaced —
+ * only the lock holder writes these), fsync, rename, fsync of the folder. The caller holds the lock.
+ */
 export function writeDurable(path: string, text: string, onWritten: () => void = () => undefined): void {
-  const tmp = `${path}.${process.pid}.tmp`;
+  const tmp = temporaryOf(path);
+  rmSync(tmp, { force: true });
   const fd = openSync(tmp, "wx", 0o600);
   try {
     writeFileSync(fd, text);

@@ -7,7 +7,7 @@
  */
 import { existsSync, realpathSync } from "node:fs";
 import { CondenseError, UsageError } from "../util/errors.js";
-import { journalPath, readJournal } from "./journal.js";
+import { journalPath, readJournal, temporaryOf, undoPath } from "./journal.js";
 import { acquireSessionLock, FileLockedError } from "./lock.js";
 import type { ReadWarning } from "./reader.js";
 import { type Settled, settleJournal } from "./recover.js";
@@ -73,7 +73,9 @@ async function settleOnOpen(path: string, mode: "read" | "write"): Promise<{ set
   } catch {
     return {}; // the read reports it
   }
-  if (!existsSync(journalPath(real))) return {};
+  // A journal, a temporary of the journal or undo record, or a lock: something may need settling.
+  const marks = [journalPath(real), temporaryOf(journalPath(real)), temporaryOf(undoPath(real)), `${real}.lock`];
+  if (!marks.some((p) => existsSync(p))) return {};
   let lock: Awaited<ReturnType<typeof acquireSessionLock>>;
   try {
     lock = await acquireSessionLock(real, "recover", mode === "write" ? 1_000 : 0);

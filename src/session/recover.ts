@@ -12,8 +12,8 @@
  *
  * Blank lines are skipped by Pi's loader and by condense's reader, so blanking is invisible to both.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, unlinkSync, writeSync } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { CondenseError } from "../util/errors.js";
 import { faultPoint } from "./fault.js";
 import {
@@ -27,6 +27,8 @@ import {
   type SidecarRecord,
   sha256Hex,
   type TailLayout,
+  temporaryOf,
+  undoPath,
 } from "./journal.js";
 import { pidIsDead } from "./lock.js";
 
@@ -143,7 +145,7 @@ function applyLayout(fd: number, journal: JournalRecord, size: number, layout: T
  *   cannot be explained (nothing is changed then)
  */
 export function settleJournal(session: string, known?: JournalRecord, options: { failed?: boolean } = {}): Settled {
-  removeDeadTemporaries(dirname(session), `${basename(session)}.condense-`);
+  for (const tmp of [temporaryOf(journalPath(session)), temporaryOf(undoPath(session))]) rmSync(tmp, { force: true });
   const journal = known ?? readJournal(session);
   if (!journal) return { state: "none", removedBytes: 0, message: "", journal: null };
   for (const folder of new Set(journal.sidecars.map((s) => dirname(s.path)))) removeDeadTemporaries(folder, ".");

@@ -114,6 +114,8 @@ export interface AppendOptions {
   op?: string;
   /** Sidecar files the entries point at, written (atomically, under the lock) before the append. */
   sidecars?: { path: string; text: string }[];
+  /** Tests make another writer race the append here: after the last check / right after the write. */
+  race?: { beforeAppend?: () => void; afterAppend?: () => void };
 }
 
 /**
@@ -228,7 +230,7 @@ async function commitAppend(
     settleJournal(session.path, journal);
     throw error;
   }
-  return appendBytes(session.path, journal, bytes);
+  return appendBytes(session.path, journal, bytes, options.race);
 }
 
 async function writeSidecars(files: { path: string; bytes: Buffer }[]): Promise<void> {
@@ -261,7 +263,7 @@ function writeFailure(error: NodeJS.ErrnoException | null, written: number, leng
  * Steps 7–10 of the protocol: one `write()` of every byte on a descriptor opened for appending
  * (never creating the file), fsync, then commit — or settle what is there.
  */
-function appendBytes(path: string, journal: JournalRecord, bytes: Buffer): number {
+function appendBytes(path: string, journal: JournalRecord, bytes: Buffer, race: AppendOptions["race"] = {}): number {
   let fd: number;
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_APPEND);
@@ -279,8 +281,10 @@ function appendBytes(path: string, journal: JournalRecord, bytes: Buffer): numbe
       writeSync(fd, bytes, 0, Math.min(cut, bytes.length));
       faultKill();
     }
+    race.beforeAppend?.();
     try {
       written = writeSync(fd, bytes, 0, bytes.length);
+      race.afterAppend?.();
       faultPoint("appended");
       if (written === bytes.length) fsyncSync(fd);
       faultPoint("fsynced");
