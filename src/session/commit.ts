@@ -14,7 +14,7 @@ import { parseSessionText } from "./reader.js";
 import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
 import type { SessionEntry } from "./types.js";
-import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "./writer.js";
+import { appendEntries, assertUnchanged, describeError, serializeAppend, withSessionLock } from "./writer.js";
 
 /** Milliseconds within which a session whose leaf waits for tool results is taken as live (Pi running). */
 const LIVE_WINDOW_MS = 60_000;
@@ -137,6 +137,6 @@ export async function commitRun(
     return { written: target.output, bytesAppended: appended.length };
   } catch (error) {
     if (error instanceof CondenseError) throw error;
-    throw new CondenseError(`${session.path}: ${(error as Error).message}`, 1);
+    throw new CondenseError(`${session.path}: ${describeError(error as NodeJS.ErrnoException)}`, 1);
   }
 }

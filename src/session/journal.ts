@@ -123,12 +123,17 @@ export const temporaryOf = (path: string): string => `${path}.tmp`;
 export function writeDurable(path: string, text: string, onWritten: () => void = () => undefined): void {
   const tmp = temporaryOf(path);
   rmSync(tmp, { force: true });
-  const fd = openSync(tmp, "wx", 0o600);
   try {
-    writeFileSync(fd, text);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    const fd = openSync(tmp, "wx", 0o600);
+    try {
+      writeFileSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (error) {
+    rmSync(tmp, { force: true });
+    throw error;
   }
   onWritten();
   renameSync(tmp, path);

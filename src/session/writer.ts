@@ -218,7 +218,11 @@ async function commitAppend(
     owner: { pid: process.pid, host: hostname() },
     startedAt: new Date().toISOString(),
   };
-  writeDurable(journalPath(session.path), JSON.stringify(journal), () => faultPoint("journal-tmp"));
+  try {
+    writeDurable(journalPath(session.path), JSON.stringify(journal), () => faultPoint("journal-tmp"));
+  } catch (error) {
+    throw new CondenseError(`${session.path}: cannot write ${journalPath(session.path)}: ${describeError(error as NodeJS.ErrnoException)}; nothing was written`, 1);
+  }
   faultPoint("journal");
   try {
     await writeSidecars(plan.toWrite);
@@ -243,20 +247,17 @@ async function writeSidecars(files: { path: string; bytes: Buffer }[]): Promise<
   for (const folder of folders) fsyncDir(folder);
 }
 
-/** What the kernel says about a failed write, in words. */
-function writeFailure(error: NodeJS.ErrnoException | null, written: number, length: number): string {
+/** A failed write's cause in words (disk full, size limit, quota), else the system's message. */
+export function describeError(error: NodeJS.ErrnoException | null): string {
   const code = error?.code;
-  const cause =
-    code === "EFBIG"
-      ? "the file size limit (ulimit -f) was reached"
-      : code === "ENOSPC"
-        ? "no space left on the device"
-        : code === "EDQUOT"
-          ? "the disk quota is exceeded"
-          : error
-            ? error.message
-            : "the write stopped short (disk full or the file size limit)";
-  return `${cause} after ${written} of ${length} bytes`;
+  if (code === "EFBIG") return "the file size limit (ulimit -f) was reached";
+  if (code === "ENOSPC") return "no space left on the device";
+  if (code === "EDQUOT") return "the disk quota is exceeded";
+  return error ? error.message : "the write stopped short (disk full or the file size limit)";
+}
+
+function writeFailure(error: NodeJS.ErrnoException | null, written: number, length: number): string {
+  return `${describeError(error)} after ${written} of ${length} bytes`;
 }
 
 /**
