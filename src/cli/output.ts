@@ -53,7 +53,11 @@ function markedChalk(chalk: ChalkInstance, marker: string): ChalkInstance {
         return typeof value === "function" ? wrap(value) : value;
       },
       apply(_target, self, args: unknown[]) {
-        const result = Reflect.apply(real as (...a: unknown[]) => unknown, self, args.map((a) => (typeof a === "string" ? escapeControls(a) : a)));
+        const result = Reflect.apply(
+          real as (...a: unknown[]) => unknown,
+          self,
+          args.map((a) => (typeof a === "string" ? escapeControls(a) : a)),
+        );
         if (typeof result === "string") return result.replaceAll("\x1b[", marker);
         return typeof result === "function" ? wrap(result) : result;
       },

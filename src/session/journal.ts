@@ -291,7 +291,9 @@ function fragmentAt(tail: Buffer, pos: number, line: JournalLine): number {
     for (let p = tail.indexOf(0x7b, pos + 1); p !== -1 && p < nl && p - pos < line[0]; p = tail.indexOf(0x7b, p + 1)) {
       if (isEntryLine(tail, p, nl)) return p - pos;
     }
-    if (nl - pos < line[0]) return nl - pos;
+    // A bare newline after the fragment (Pi's repair): one byte shorter than the line at least,
+    // or the bytes would be the whole line and its hash would have matched.
+    if (nl - pos < line[0] - 1) return nl - pos;
   } else {
     return 0; // a whole foreign entry sits where our next line would: nothing of ours here
   }

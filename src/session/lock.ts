@@ -264,12 +264,13 @@ function heldLock(path: string, lockDir: string, release: () => Promise<void>, l
       }
     },
     async release() {
-      if (!lost() && stillOurs()) {
-        try {
-          unlinkSync(`${lockDir}/${OWNER_FILE}`);
-        } catch {
-          // already gone
-        }
+      // A lock that is no longer ours (removed, taken over) is left to its new holder: proper-lockfile
+      // would rmdir the folder by name, and its own refresh then finds the lock compromised.
+      if (lost() || !stillOurs()) return;
+      try {
+        unlinkSync(`${lockDir}/${OWNER_FILE}`);
+      } catch {
+        // already gone
       }
       await release().catch(() => undefined);
     },

@@ -221,7 +221,10 @@ async function commitAppend(
   try {
     writeDurable(journalPath(session.path), JSON.stringify(journal), () => faultPoint("journal-tmp"));
   } catch (error) {
-    throw new CondenseError(`${session.path}: cannot write ${journalPath(session.path)}: ${describeError(error as NodeJS.ErrnoException)}; nothing was written`, 1);
+    throw new CondenseError(
+      `${session.path}: cannot write ${journalPath(session.path)}: ${describeError(error as NodeJS.ErrnoException)}; nothing was written`,
+      1,
+    );
   }
   faultPoint("journal");
   try {

@@ -45,7 +45,11 @@ beforeAll(async () => {
   const [record] = readUndoRecords(file);
   const bytes = readFileSync(file);
   const tail = bytes.subarray(record.preSize);
-  const entries = tail.toString("utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+  const entries = tail
+    .toString("utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const sidecars = record.sidecars.map((s) => ({ path: s.path, text: readFileSync(s.path, "utf8") }));
   writeFileSync(planFile, JSON.stringify({ entries, sidecars, endsWithNewline: true }));
   plan = {
@@ -100,7 +104,8 @@ function inspect(next: { code: number; stderr: string }): Outcome {
 async function trial(fault: string): Promise<Outcome & { fault: string; signal: string | null }> {
   reset();
   const child = await runProcess(process.execPath, [CHILD, build.dist, planFile, file], { env: { ...process.env, CONDENSE_TEST_FAULT: fault } });
-  if (child.signal !== "SIGKILL" && child.code !== 0) return { fault, signal: child.signal, state: "bad", problems: [`child exit ${child.code}: ${child.stderr}`] };
+  if (child.signal !== "SIGKILL" && child.code !== 0)
+    return { fault, signal: child.signal, state: "bad", problems: [`child exit ${child.code}: ${child.stderr}`] };
   const next = await runCli("query", "t1", "--session", file, "--json");
   return { fault, signal: child.signal, ...inspect(next) };
 }
@@ -139,4 +144,3 @@ describe("kill -9 during the commit of a run on a generated 5 MB session", () =>
     expect(record.sidecars.map((s) => [s.path, s.created])).toEqual(plan.sidecars.map((s) => [s.path, true]));
   });
 });
-

@@ -65,7 +65,9 @@ describe("Pi appends during condense's own write (in process)", () => {
     const pi = Pi.SessionManager.open(file);
     const entries = chainEntries(session, [{ type: "custom", customType: "pi-condense", data: { n: 1 } }], NOW);
     let piId = "";
-    const error = await appendEntries(session, entries, { race: { beforeAppend: () => (piId = pi.appendMessage(userMessage("typed while condense ran"))) } }).catch((e: unknown) => e);
+    const error = await appendEntries(session, entries, {
+      race: { beforeAppend: () => (piId = pi.appendMessage(userMessage("typed while condense ran"))) },
+    }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ConcurrentAppendError);
     const ours = Buffer.byteLength(`${JSON.stringify(entries[0])}\n`);
     expect((error as Error).message).toContain(`condense removed its own ${ours} bytes`);
@@ -80,9 +82,18 @@ describe("Pi appends during condense's own write (in process)", () => {
     const file = freshCopy();
     const session = await loadSession(file);
     const pi = Pi.SessionManager.open(file);
-    const entries = chainEntries(session, [{ type: "custom", customType: "pi-condense", data: { n: 2 } }, { type: "custom", customType: "pi-condense", data: { n: 3 } }], NOW);
+    const entries = chainEntries(
+      session,
+      [
+        { type: "custom", customType: "pi-condense", data: { n: 2 } },
+        { type: "custom", customType: "pi-condense", data: { n: 3 } },
+      ],
+      NOW,
+    );
     let piId = "";
-    const error = await appendEntries(session, entries, { race: { afterAppend: () => (piId = pi.appendMessage(userMessage("after"))) } }).catch((e: unknown) => e);
+    const error = await appendEntries(session, entries, { race: { afterAppend: () => (piId = pi.appendMessage(userMessage("after"))) } }).catch(
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ConcurrentAppendError);
     const bytes = readFileSync(file);
     const lens = entries.map((e) => Buffer.byteLength(`${JSON.stringify(e)}\n`));
@@ -109,7 +120,9 @@ describe("condense killed mid-write while Pi keeps appending; the next condense 
     const file = planned.replace(/\.jsonl$/, `-t${++seq}.jsonl`);
     cpSync(base, file);
     const pi = Pi.SessionManager.open(file);
-    const child = await runProcess(process.execPath, [CHILD, build.dist, plan.planFile, file], { env: { ...process.env, CONDENSE_TEST_FAULT: `append:${bytes}` } });
+    const child = await runProcess(process.execPath, [CHILD, build.dist, plan.planFile, file], {
+      env: { ...process.env, CONDENSE_TEST_FAULT: `append:${bytes}` },
+    });
     expect(child.signal).toBe("SIGKILL");
     return { file, pi };
   }
@@ -157,7 +170,9 @@ describe("condense killed mid-write while Pi keeps appending; the next condense 
   it("a foreign complete line where condense's first line should start is not taken for condense's", async () => {
     const file = planned.replace(/\.jsonl$/, `-f${++seq}.jsonl`);
     cpSync(base, file);
-    const child = await runProcess(process.execPath, [CHILD, build.dist, plan.planFile, file], { env: { ...process.env, CONDENSE_TEST_FAULT: "step:journal" } });
+    const child = await runProcess(process.execPath, [CHILD, build.dist, plan.planFile, file], {
+      env: { ...process.env, CONDENSE_TEST_FAULT: "step:journal" },
+    });
     expect(child.signal).toBe("SIGKILL");
     const pi = Pi.SessionManager.open(file);
     const id = pi.appendMessage(userMessage("Pi wrote, condense never did"));

@@ -160,7 +160,12 @@ export interface PlannedWrite {
  * Run `condense run` (in process) on `file`, record what it appended into `planFile`, then put the
  * file back as it was (its sidecars, journal and undo record removed).
  */
-export async function planWrite(file: string, planFile: string, runCli: (...args: string[]) => Promise<{ code: number; stderr: string }>, args: string[] = []): Promise<PlannedWrite> {
+export async function planWrite(
+  file: string,
+  planFile: string,
+  runCli: (...args: string[]) => Promise<{ code: number; stderr: string }>,
+  args: string[] = [],
+): Promise<PlannedWrite> {
   const { readUndoRecords } = await import("../../src/session/journal.js");
   const before = readFileSync(file);
   const r = await runCli("run", file, "--quiet", ...args);
@@ -168,7 +173,11 @@ export async function planWrite(file: string, planFile: string, runCli: (...args
   const [record] = readUndoRecords(file);
   const bytes = readFileSync(file);
   const tail = bytes.subarray(record.preSize);
-  const entries = tail.toString("utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+  const entries = tail
+    .toString("utf8")
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   const sidecars = record.sidecars.map((s) => ({ path: s.path, text: readFileSync(s.path, "utf8") }));
   writeFileSync(planFile, JSON.stringify({ entries, sidecars, endsWithNewline: true }));
   for (const s of sidecars) rmSync(s.path, { force: true });
