@@ -12,7 +12,7 @@ import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
 
 /** A line Pi would skip, with where it is. */
 export interface ReadWarning {
-  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header" | "newer-version" | "interrupted-write";
+  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header" | "newer-version" | "interrupted-write" | "too-deep";
   file: string;
   line: number;
   /** Byte offset of the line start. */
@@ -27,7 +27,7 @@ export interface ReadWarning {
  * `truncated-final-line`; writing commands refuse on any problem.
  */
 export interface ReadProblem {
-  kind: "empty" | "not-jsonl" | "missing-header" | "truncated-final-line" | "line-too-long";
+  kind: "empty" | "not-jsonl" | "missing-header" | "truncated-final-line" | "line-too-long" | "too-deep";
   message: string;
 }
 
@@ -185,6 +185,7 @@ class LineParser {
   nonBlank = 0;
   parsed = 0;
   truncatedFinal = false;
+  tooDeep = false;
 
   constructor(readonly path: string) {}
 
@@ -208,6 +209,11 @@ class LineParser {
         this.firstValue = { line: this.lineNo, what: `a JSON ${Array.isArray(value) ? "array" : typeof value}` };
       }
       this.warn("not-an-object", offset, text, "line is valid JSON but not an object; skipped");
+      return;
+    }
+    if (end - start > 2 * MAX_DEPTH && nestedDeeperThan(buf, start, end, MAX_DEPTH)) {
+      this.tooDeep = true;
+      this.warn("too-deep", offset, text, `the line nests JSON more than ${MAX_DEPTH} levels deep; condense skips it (it would exhaust the stack)`);
       return;
     }
     this.parsed++;
@@ -283,6 +289,9 @@ class LineParser {
             `should be {"type":"session","id",...}; Pi refuses to open such a file`,
       });
     }
+    if (this.tooDeep) {
+      problems.push({ kind: "too-deep", message: `a line nests JSON more than ${MAX_DEPTH} levels deep (skipped here, but Pi reads it)` });
+    }
     if (this.truncatedFinal) {
       problems.push({
         kind: "truncated-final-line",
@@ -302,6 +311,38 @@ class LineParser {
       lineCount: this.lineNo,
     };
   }
+}
+
+/** Deepest JSON nesting condense processes; real sessions stay far below (tool arguments: tens). */
+const MAX_DEPTH = 1000;
+
+/**
+ * True when the JSON in `buf[start, end)` (already parsed: well-formed) nests arrays/objects more
+ * than `limit` deep. Strings are skipped with native searches, so the cost is in the structure.
+ */
+function nestedDeeperThan(buf: Buffer, start: number, end: number, limit: number): boolean {
+  let depth = 0;
+  for (let i = start; i < end; i++) {
+    const b = buf[i];
+    if (b === 0x22) {
+      let j = buf.indexOf(0x22, i + 1);
+      while (j !== -1 && j < end && isEscaped(buf, j)) j = buf.indexOf(0x22, j + 1);
+      if (j === -1 || j >= end) return false;
+      i = j;
+    } else if (b === 0x5b || b === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (b === 0x5d || b === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** The quote at `at` is escaped when an odd number of backslashes precede it. */
+function isEscaped(buf: Buffer, at: number): boolean {
+  let n = 0;
+  for (let k = at - 1; buf[k] === 0x5c; k--) n++;
+  return n % 2 === 1;
 }
 
 /** True when the text splits at a `}{` boundary into two parseable JSON objects. */
