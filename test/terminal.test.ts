@@ -21,9 +21,16 @@ const ESCAPED = "A\\e]0;PWNED\\aB\\e[2JC\\e]52;c;ZXZpbA==\\aD\\e]8;;http://x\\e\
 /** A writable that records what it gets. */
 function sink(isTTY: boolean): { stream: NodeJS.WritableStream & { isTTY?: boolean }; text: () => string } {
   let out = "";
-  const stream = { isTTY, write: (chunk: string) => ((out += chunk), true) } as unknown as NodeJS.WritableStream & { isTTY?: boolean };
+  const write = (chunk: string): boolean => {
+    out += chunk;
+    return true;
+  };
+  const stream = { isTTY, write } as unknown as NodeJS.WritableStream & { isTTY?: boolean };
   return { stream, text: () => out };
 }
+
+const SGR = new RegExp(`^${String.fromCharCode(0x1b)}\\[[0-9;]*m`);
+const ALL_SGR = new RegExp(`${String.fromCharCode(0x1b)}\\[[0-9;]*m`, "g");
 
 /** Raw control characters a terminal would act on (CR only as part of CRLF; ESC only in SGR when `sgrAllowed`). */
 function rawControls(text: string, sgrAllowed: boolean): string[] {
@@ -31,7 +38,7 @@ function rawControls(text: string, sgrAllowed: boolean): string[] {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x1b && sgrAllowed) {
-      const m = /^\x1b\[[0-9;]*m/.exec(text.slice(i));
+      const m = SGR.exec(text.slice(i));
       if (m) {
         i += m[0].length - 1;
         continue;
@@ -102,7 +109,7 @@ describe("escaping", () => {
       .text()
       .split("\n")
       .filter((l) => l.includes("│"));
-    expect(new Set(rows.map((r) => r.replace(/\x1b\[[0-9;]*m/g, "").length)).size).toBe(1);
+    expect(new Set(rows.map((r) => r.replace(ALL_SGR, "").length)).size).toBe(1);
     expect(tty.text()).toContain("a\\e[2Jb");
   });
 });
@@ -185,7 +192,7 @@ describe("under a pseudo-terminal", () => {
   ];
   for (const colours of ["NO_COLOR", "FORCE_COLOR"] as const) {
     it(`${colours}: no raw control sequence reaches the terminal from render, query, metrics, budget`, () => {
-      const env = colours === "NO_COLOR" ? { NO_COLOR: "1" } : { FORCE_COLOR: "1" };
+      const env: Record<string, string> = colours === "NO_COLOR" ? { NO_COLOR: "1" } : { FORCE_COLOR: "1" };
       const seen: Record<string, string[]> = {};
       for (const c of commands) {
         const text = onTerminal(c, env);
