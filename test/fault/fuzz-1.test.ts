@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { importPiSessionManager, makeTempDir } from "../helpers.js";
+import { corpus } from "./fuzz-corpus.js";
 import { fuzzShare } from "./fuzz-run.js";
 
 let tmp: ReturnType<typeof makeTempDir>;
@@ -14,8 +15,9 @@ afterAll(() => tmp?.cleanup());
 
 it("half of the mutated corpus through render, render --dry-run, query, metrics, budget and run: no crash, stack trace, bad exit code, changed or torn file, Pi-unopenable result, leftover or outside read", async () => {
   const Pi = await importPiSessionManager();
-  const report = await fuzzShare(0, 2, 2, tmp.dir, Pi);
+  const report = await fuzzShare(0, 2, Number(process.env.CONDENSE_FUZZ_SEEDS ?? 2), tmp.dir, Pi);
   expect(report.failures).toEqual([]);
   expect(report.inputs).toBeGreaterThanOrEqual(500);
   expect(report.commands).toBe(report.inputs * 6);
+  expect(corpus(2, "/nowhere/canary.txt").length).toBeGreaterThanOrEqual(1000);
 }, 300_000);

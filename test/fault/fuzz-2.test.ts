@@ -14,7 +14,7 @@ afterAll(() => tmp?.cleanup());
 
 it("half of the mutated corpus through render, render --dry-run, query, metrics, budget and run: no crash, stack trace, bad exit code, changed or torn file, Pi-unopenable result, leftover or outside read", async () => {
   const Pi = await importPiSessionManager();
-  const report = await fuzzShare(1, 2, 2, tmp.dir, Pi);
+  const report = await fuzzShare(1, 2, Number(process.env.CONDENSE_FUZZ_SEEDS ?? 2), tmp.dir, Pi);
   expect(report.failures).toEqual([]);
   expect(report.inputs).toBeGreaterThanOrEqual(500);
   expect(report.commands).toBe(report.inputs * 6);
