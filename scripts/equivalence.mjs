@@ -19,7 +19,8 @@
 //   and query (text) of every short ref and every raw tool-call id the file records, plus one block id;
 //   then, on a fresh copy, render --dry-run --json and run --json with other settings (agent-message
 //   batching, rolling window 0, no trivial skip).
-// v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON.
+// v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON, and the
+// undo record's write id, inode, device and times from the files written beside the session.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
@@ -118,6 +119,19 @@ async function cli(main, args, { json = false } = {}) {
   return `exit ${code}\n--- stdout\n${stdout}--- stderr\n${stderr}`;
 }
 
+/**
+ * A file written beside the session, with what differs between two runs of the same build taken
+ * out: the undo record's random write id, inode, device and wall-clock times.
+ */
+function stableFile(rel, text) {
+  if (!rel.endsWith(".condense-undo")) return text;
+  const volatile = new Set(["writeId", "dev", "ino", "startedAt", "committedAt"]);
+  return text
+    .split("\n")
+    .map((line) => (line ? JSON.stringify(JSON.parse(line), (k, v) => (volatile.has(k) ? "…" : v)) : line))
+    .join("\n");
+}
+
 /** Files below `dir` other than `except`, as relative paths, sorted. */
 function filesBelow(dir, except) {
   const out = [];
@@ -202,7 +216,7 @@ async function capture(outDir, dist) {
     const appended = after.subarray(0, before.length).equals(before) ? after.subarray(before.length) : null;
     save("10-run-bytes.txt", appended ? `appended ${appended.length} bytes\n${appended}` : `rewritten, ${after.length} bytes\n${after}`);
     const sidecars = filesBelow(work, file);
-    save("11-run-files.txt", sidecars.map((rel) => `=== ${rel}\n${readFileSync(path.join(work, rel), "utf8")}\n`).join("") || "(none)\n");
+    save("11-run-files.txt", sidecars.map((rel) => `=== ${rel}\n${stableFile(rel, readFileSync(path.join(work, rel), "utf8"))}\n`).join("") || "(none)\n");
     utimesSync(file, OLD_MTIME, OLD_MTIME);
     save("12-run-again.txt", await cli(main, ["run", "--json", ...migrate, file], { json: true }));
     const rerun = readFileSync(file);

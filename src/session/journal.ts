@@ -31,10 +31,8 @@ export interface SidecarRecord {
   sha256: string;
 }
 
-/** What the journal records about one write (format "condense-journal", version 1). */
-export interface JournalRecord {
-  format: "condense-journal";
-  v: 1;
+/** What the journal and the undo record both say about one write. */
+export interface WriteFacts {
   /** Random id of this write (ties the journal to its undo record). */
   writeId: string;
   /** The command that wrote: `run`, `compact`, … */
@@ -50,36 +48,31 @@ export interface JournalRecord {
   /** Bytes appended and their sha256 (hex). */
   length: number;
   sha256: string;
-  lines: JournalLine[];
   sidecars: SidecarRecord[];
-  owner: { pid: number; host: string };
   /** ISO time the write started. */
   startedAt: string;
 }
 
+/** The journal of a write in progress (format "condense-journal", version 1). */
+export interface JournalRecord extends WriteFacts {
+  format: "condense-journal";
+  v: 1;
+  lines: JournalLine[];
+  owner: { pid: number; host: string };
+}
+
 /**
  * One completed write, as `condense undo` uses it: truncate to `preSize` when the file's size is
- * `preSize + length` and the bytes after `preSize` hash to `sha256`; remove the `created` sidecars
- * whose bytes still hash to their `sha256`.
+ * `postSize` and the bytes after `preSize` hash to `sha256`; remove the `created` sidecars whose
+ * bytes still hash to their `sha256`.
  */
-export interface UndoRecord {
+export interface UndoRecord extends WriteFacts {
   format: "condense-write";
   v: 1;
-  writeId: string;
-  op: string;
-  session: string;
-  dev: number;
-  ino: number;
-  preSize: number;
-  preTailSha256: string;
-  length: number;
-  sha256: string;
   /** preSize + length. */
   postSize: number;
   /** Ids of the appended entries, in file order. */
   entryIds: string[];
-  sidecars: SidecarRecord[];
-  startedAt: string;
   /** ISO time the write was settled as complete. */
   committedAt: string;
 }
@@ -209,22 +202,13 @@ export function readUndoRecords(session: string): UndoRecord[] {
  * at most {@link UNDO_KEEP} records; idempotent by `writeId`), then remove the journal.
  */
 export function commitJournal(journal: JournalRecord, onRecorded: () => void = () => undefined): UndoRecord {
+  const { format: _format, v: _v, lines, owner: _owner, ...facts } = journal;
   const record: UndoRecord = {
     format: "condense-write",
     v: 1,
-    writeId: journal.writeId,
-    op: journal.op,
-    session: journal.session,
-    dev: journal.dev,
-    ino: journal.ino,
-    preSize: journal.preSize,
-    preTailSha256: journal.preTailSha256,
-    length: journal.length,
-    sha256: journal.sha256,
+    ...facts,
     postSize: journal.preSize + journal.length,
-    entryIds: journal.lines.map((l) => l[2]).filter((id): id is string => id !== null),
-    sidecars: journal.sidecars,
-    startedAt: journal.startedAt,
+    entryIds: lines.map((l) => l[2]).filter((id): id is string => id !== null),
     committedAt: new Date().toISOString(),
   };
   const kept = readUndoRecords(journal.session).filter((r) => r.writeId !== journal.writeId);
