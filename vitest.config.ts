@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
 export default defineConfig({
@@ -6,5 +7,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    env: {
+      // Inside Pi, its bash tool names the current session in PI_SESSION_FILE; tests pick their own.
+      PI_SESSION_FILE: "",
+      // Pi's agent folder for every test (tests that need another set their own): the pi-condense
+      // extension switched on, nothing else — never the developer's real ~/.pi/agent.
+      PI_CODING_AGENT_DIR: fileURLToPath(new URL("./test/pi-agent", import.meta.url)),
+    },
   },
 });

@@ -19,6 +19,8 @@ let dir: string;
 beforeAll(async () => {
   server = await startFakeLlmServer();
   dir = mkdtempSync(path.join(tmpdir(), "condense-llm-cli-"));
+  // A user with the pi-condense extension switched on (else run warns on stderr that it is off).
+  writeFileSync(path.join(dir, "settings.json"), JSON.stringify({ contextPrune: { enabled: true } }));
   writeFileSync(
     path.join(dir, "models.json"),
     JSON.stringify({

@@ -1,10 +1,12 @@
 /**
  * Unit tests of the pipeline's building blocks: the glob contract, sidecar names, head previews,
- * the dedup hash, label → ref substitution and the deterministic summarizer.
+ * the dedup hash, label → ref substitution, the deterministic summarizer, and where refs are read.
  */
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { contentHash, normalizeResult } from "../src/prune/content-hash.js";
+import { ToolCallIndexer } from "../src/prune/indexer.js";
+import type { SessionEntry } from "../src/session/types.js";
 import { compileGlob, protectionTest } from "../src/prune/protect.js";
 import { headPreview, sidecarName, sidecarPath } from "../src/prune/spill.js";
 import { keyArgument, notableLines, summarizeDeterministically } from "../src/summarize/deterministic.js";
@@ -158,5 +160,43 @@ describe("deterministic summarizer", () => {
     const text = summarizeDeterministically({ assistantText: "", calls: [call] });
     expect(text.length).toBeLessThanOrEqual(call.resultText.length - 170 - 6);
     expect(text.split("\n").length).toBeLessThan(7);
+  });
+});
+
+describe("refs on index entries, read as the extension reads them", () => {
+  const record = (id: string, ts: number) => ({
+    toolCallId: id,
+    toolName: "bash",
+    args: {},
+    resultText: "",
+    isError: false,
+    turnIndex: 0,
+    timestamp: ts,
+    resultTimestamp: ts,
+    spillPath: `/s/${id}.txt`,
+    spillBytes: 70000,
+    resultPreview: "head",
+  });
+  const entry = (id: string, data: unknown): SessionEntry => ({
+    type: "custom",
+    id,
+    parentId: null,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    customType: "context-prune-index",
+    data,
+  });
+
+  it("resolves refs of back-filled entries only; refs elsewhere (older condense spill entries) keep their numbers taken", () => {
+    const branch = [
+      entry("e1", { toolCalls: [record("call_1", 10)], refs: [{ shortId: "t35", toolCallId: "call_1", resultTimestamp: 10 }] }),
+      entry("e2", { toolCalls: [record("call_2", 20)] }),
+      entry("e3", { toolCalls: [], backfilled: true, refs: [{ shortId: "t7", toolCallId: "call_2", resultTimestamp: 20 }] }),
+    ];
+    const indexer = ToolCallIndexer.fromBranch(branch);
+    expect(Object.fromEntries(indexer.shortRefToKey)).toEqual({ t7: "call_2@20" });
+    expect(indexer.shortRefFor("call_1@10")).toBeUndefined();
+    expect(indexer.nextShortRef).toBe(36);
+    expect(indexer.isSummarized("call_1@10")).toBe(true);
+    expect(indexer.allocateRef({ toolCallId: "call_3", resultTimestamp: 30 }).shortId).toBe("t36");
   });
 });

@@ -173,6 +173,22 @@ describe("condense query", () => {
     expect(ok.stderr).toBe("");
   });
 
+  it("--format tool prints context_tree_query's own text: legacy and keyed occurrences of one id, an unknown id", async () => {
+    // The layout is pi-condense 2.9.1 src/query-tool.ts (the extension oracle checks it on every session).
+    const r = await runCli(["query", "bash_23", "nope", "--format", "tool", "--session", fixture("legacy-and-occurrence-keyed-same-id")]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe("error: unknown ref nope: not in this session's pruner index\n");
+    const args = JSON.stringify({ command: "npm test" }, null, 2);
+    const blocks = [
+      `## toolRef: bash_23\nOccurrence: legacy (no resultTimestamp)\nTool: bash\nArgs: ${args}\nStatus: OK\nTurn: 0\n\n${FAIL}`,
+      `## toolRef: bash_23@${T + 7000}\nTool: bash\nArgs: ${args}\nStatus: OK\nTurn: 2\n\n${PASS}`,
+      "## toolRef: nope\n(not found in index — may not have been summarized yet)",
+    ];
+    expect(r.stdout).toBe(`${blocks.join("\n\n---\n\n")}\n`);
+    const both = await runCli(["query", "bash_23", "--format", "tool", "--json", "--session", fixture("legacy-and-occurrence-keyed-same-id")]);
+    expect(both.code).toBe(2);
+  });
+
   it("--json holds the record, the label and the output; unknown refs are listed", async () => {
     const r = await runCli(["query", "bash_23", "nope", "--json", "--session", fixture("legacy-and-occurrence-keyed-same-id")]);
     expect(r.code).toBe(1);

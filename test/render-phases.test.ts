@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { Chalk } from "chalk";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
+import { isStubText, spilledStub, stubRef } from "../src/context/vocabulary.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { CUSTOM_TYPES, type ToolCallRecord } from "../src/entries/types.js";
@@ -46,7 +47,9 @@ const bigChars = JSON.stringify(big).length;
 const purgeOn = { enabled: true, cooldownTurns: 2, minArgChars: 500 };
 
 describe("error purge", () => {
-  it("ties a failure to the call that opened it: a reused id's successful occurrence keeps its arguments", () => {
+  it("keys failures by the bare id, as the extension does: a reused id's successful occurrence is purged too", () => {
+    // pi-condense 2.9.1 src/error-purge.ts: erroredAtTurn is a Map by toolCallId, and every
+    // toolCall block with that id is purged — what Pi sends, so what render must print.
     const messages: AgentMessage[] = [
       user("go", 1),
       assistant([{ id: "bash_23", args: big }], 2),
@@ -57,13 +60,25 @@ describe("error purge", () => {
       assistant([], 7, "done"),
     ];
     const out = purgeErroredArgs(messages, purgeOn);
-    expect(out).not.toBe(messages);
-    expect(out[1]).toBe(messages[1]);
-    expect((out[3] as AssistantMessage).content).toEqual([
-      { type: "toolCall", id: "bash_23", name: "bash", arguments: { _purged: `<purged-errored-args size="${bigChars}"/>` } },
-    ]);
-    expect(out.filter((m, i) => m !== messages[i])).toHaveLength(1);
+    const purged = [{ type: "toolCall", id: "bash_23", name: "bash", arguments: { _purged: `<purged-errored-args size="${bigChars}"/>` } }];
+    expect((out[1] as AssistantMessage).content).toEqual(purged);
+    expect((out[3] as AssistantMessage).content).toEqual(purged);
+    expect(out.filter((m, i) => m !== messages[i])).toHaveLength(2);
     expect(messages[3]).toStrictEqual(assistant([{ id: "bash_23", args: big }], 4)); // input not mutated
+  });
+
+  it("dates a reused id's failure by its latest failed result", () => {
+    const messages: AgentMessage[] = [
+      user("go", 1),
+      assistant([{ id: "bash_23", args: big }], 2),
+      result("bash_23", "exit 2", 3, true),
+      assistant([], 4, "a"),
+      assistant([], 5, "b"),
+      assistant([{ id: "bash_23", args: big }], 6),
+      result("bash_23", "exit 1", 7, true),
+    ];
+    // The first failure is 3 turns old, but the latest (the one the map keeps) only 0: nothing is purged.
+    expect(purgeErroredArgs(messages, purgeOn)).toBe(messages);
   });
 
   it("counts age in assistant turns: cooldown 2 needs two assistant messages after the failing one", () => {
@@ -273,6 +288,32 @@ describe("transcript", () => {
         "",
       ].join("\n"),
     );
+  });
+
+  it("tags a spilled stub with the ref on its last line, not one its preview mentions", () => {
+    const record: ToolCallRecord = {
+      toolCallId: "bash_9",
+      toolName: "bash",
+      args: {},
+      resultText: "",
+      isError: false,
+      turnIndex: 0,
+      timestamp: 1,
+      resultTimestamp: 2,
+      spillPath: "/s/bash_9_2.txt",
+      spillBytes: 70000,
+      resultPreview: "see ref `t99` above",
+    };
+    const text = spilledStub(record, "t4");
+    expect(text).toBe(
+      "[Oversized output spilled to file — 70000 bytes.]\nTool: bash\nPreview (head):\nsee ref `t99` above\n" +
+        "Full output — read this file (offset/limit supported): /s/bash_9_2.txt\nOr use context_tree_query with ref `t4`.",
+    );
+    expect(isStubText(text)).toBe(true);
+    expect(stubRef(text)).toBe("t4");
+    expect(stubRef("[Summarized in pruner summary, ref `t7`. Use context_tree_query to retrieve full output.]")).toBe("t7");
+    const transcript = formatTranscript([result("bash_9", text, 2)], plain);
+    expect(transcript).toBe(`#1 toolResult bash bash_9 [stub t4]\n${text}\n`);
   });
 
   it("tags purged arguments, errors, custom messages and signed thinking", async () => {

@@ -8,10 +8,14 @@ import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { Output } from "./output.js";
 import { registerBudget } from "./commands/budget.js";
+import { registerCompact } from "./commands/compact.js";
+import { registerCompletion } from "./commands/completion.js";
+import { registerInstallSkill } from "./commands/install-skill.js";
 import { registerMetrics } from "./commands/metrics.js";
 import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
 import { registerRun } from "./commands/run.js";
+import { packageVersion } from "./version.js";
 
 /** Build the program; commands report their exit code through `exit`. */
 export function buildProgram(exit: ExitState): Command {
@@ -22,7 +26,7 @@ export function buildProgram(exit: ExitState): Command {
       "Offline context pruning for Pi coding-agent sessions: replays the pi-condense pipeline on a " +
         "session file, appends the pruning entries so Pi resumes it small, and answers questions about it.",
     )
-    .version("0.1.0")
+    .version(packageVersion())
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
@@ -31,6 +35,9 @@ export function buildProgram(exit: ExitState): Command {
   registerQuery(program, exit);
   registerMetrics(program, exit);
   registerBudget(program, exit);
+  registerCompact(program, exit);
+  registerInstallSkill(program, exit);
+  registerCompletion(program, exit);
   return program;
 }
 

@@ -107,6 +107,11 @@ export class Output {
     this.stdout.write(this.clean(text.endsWith("\n") ? text : `${text}\n`, this.escapeOut));
   }
 
+  /** Write text to stdout exactly as given (no newline added; escaped on a terminal). */
+  write(text: string): void {
+    this.stdout.write(this.clean(text, this.escapeOut));
+  }
+
   /** One JSON document on stdout. */
   printJson(value: unknown): void {
     const json = `${JSON.stringify(value, null, 2)}\n`;
@@ -173,7 +178,9 @@ export class Spinner {
     this.current = escapeControls(text);
     void import("ora").then(({ default: ora }) => {
       if (this.stopped) return;
-      this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean } });
+      // discardStdin off: ora's raw-mode stdin only turns Ctrl-C back into SIGINT while something reads
+      // stdin, and nothing does here — with it on, Ctrl-C would be swallowed.
+      this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean }, discardStdin: false });
       this.ora.start();
     });
   }

@@ -4,6 +4,8 @@
  * parsed side by side:
  * - occurrence keys: a tool call is named `toolCallId@resultTimestamp` (provider ids recur);
  * - the stubs that replace pruned tool results, and how to read their ref back;
+ * - for stock Pi (no pi-condense extension, so no `context_tree_query` tool): the
+ *   `condense query <ref>` command and the sentence that names it;
  * - the `<compressed-chain>` user message that stands for a compressed chain, and how to find it;
  * - which tool call a tool result answers: one walker, the rule differences as parameters.
  */
@@ -38,20 +40,27 @@ export function parseOccurrenceKey(key: string): { toolCallId: string; resultTim
 
 // ---- Stubs
 
-const STUB_PREFIXES = ["[Summarized in pruner summary", "[Spilled: "];
+const STUB_PREFIXES = ["[Summarized in pruner summary", "[Oversized output spilled to file"];
 
 /** ``[Summarized in pruner summary, ref `tN`. Use context_tree_query to retrieve full output.]`` */
 export function summarizedStub(ref: string): string {
   return `[Summarized in pruner summary, ref \`${ref}\`. Use context_tree_query to retrieve full output.]`;
 }
 
-/** The stub of a spilled output: tool, size in bytes, head preview, sidecar path and ref. */
+/**
+ * The stub of a spilled output, exactly as the extension writes it (pi-condense 2.9.1
+ * `src/pruner.ts`, phase 1): size in UTF-8 bytes, tool, head preview, sidecar path and ref, one
+ * per line. The ref is the short ref when the index has one, else the raw tool-call id.
+ */
 export function spilledStub(record: ToolCallRecord, ref: string): string {
-  return (
-    `[Spilled: ${record.toolName} (${record.spillBytes ?? "?"} bytes). Head preview:\n` +
-    `${record.resultPreview ?? ""}\n` +
-    `Full output: ${record.spillPath}. Use context_tree_query(${ref}) to retrieve.]`
-  );
+  return [
+    `[Oversized output spilled to file — ${record.spillBytes ?? "?"} bytes.]`,
+    `Tool: ${record.toolName}`,
+    "Preview (head):",
+    record.resultPreview ?? "",
+    `Full output — read this file (offset/limit supported): ${record.spillPath}`,
+    `Or use context_tree_query with ref \`${ref}\`.`,
+  ].join("\n");
 }
 
 /** True when a tool result's text is a pruner stub. */
@@ -59,9 +68,61 @@ export function isStubText(text: string): boolean {
   return STUB_PREFIXES.some((p) => text.startsWith(p));
 }
 
-/** The ref a stub names (`tN`, or a raw id for records without a short ref). */
+/**
+ * The ref a stub names (`tN`, or a raw id for records without a short ref): read where each stub
+ * above puts it, so a spilled stub's preview cannot be taken for its ref.
+ */
 export function stubRef(text: string): string | undefined {
-  return /ref `([^`]+)`/.exec(text)?.[1] ?? /context_tree_query\(([^)]+)\)/.exec(text)?.[1];
+  return /^\[Summarized in pruner summary, ref `([^`]+)`/.exec(text)?.[1] ?? /\nOr use context_tree_query with ref `([^`]+)`\.$/.exec(text)?.[1];
+}
+
+// ---- The recovery command (stock Pi)
+
+/*
+ * A model in stock Pi gets a pruned output back by running `condense query <ref>` through its bash
+ * tool. Inside Pi 1.6 that command finds the current session by itself (`$PI_SESSION_FILE`, else the
+ * newest session of the cwd, as `pi --continue`; session/locate.ts), so `--session <path>` is added
+ * only when the writer knows the session lives where neither would find it (session/locate.ts
+ * `continueFolder` tells which folder `pi --continue` searches for a cwd). Stubs, summaries and chain
+ * blocks written for stock Pi name the command through these functions.
+ */
+
+/** Characters a POSIX shell word may hold unquoted. */
+const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** `word` as one POSIX shell word: unchanged when safe, else single-quoted (`'` written as `'\''`). */
+export function shellWord(word: string): string {
+  return SAFE_WORD.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Options of the recovery command. */
+export interface RecoveryOptions {
+  /** Absolute path of the session file, when `condense` would not find it from the session's cwd. */
+  session?: string;
+}
+
+/**
+ * The shell command that prints the stored original output(s) behind `refs`:
+ * `condense query t3`, `condense query t3 t7 --session '/path/with space/s.jsonl'`.
+ * @param refs short refs (`t3`), occurrence keys or raw tool-call ids; at least one
+ * @throws Error when `refs` is empty
+ */
+export function recoveryCommand(refs: string | string[], options: RecoveryOptions = {}): string {
+  const list = typeof refs === "string" ? [refs] : refs;
+  if (list.length === 0) throw new Error("recoveryCommand: no ref given");
+  const session = options.session !== undefined ? ` --session ${shellWord(options.session)}` : "";
+  return `condense query ${list.map(shellWord).join(" ")}${session}`;
+}
+
+/**
+ * One sentence naming the command, for the end of a stub, summary or chain block:
+ * ``Run `condense query t3` in bash to retrieve the full output (add --full past 2000 lines / 50 KB).``
+ * (plural for several refs; 2000 lines / 50 KB is Pi's head truncation, query/truncate.ts).
+ */
+export function recoveryHint(refs: string | string[], options: RecoveryOptions = {}): string {
+  const several = typeof refs !== "string" && refs.length > 1;
+  const what = several ? "the full outputs" : "the full output";
+  return `Run \`${recoveryCommand(refs, options)}\` in bash to retrieve ${what} (add --full past 2000 lines / 50 KB).`;
 }
 
 // ---- The compressed-chain block
@@ -103,7 +164,7 @@ export function toolCallsOf(m: AssistantMessage): ToolCall[] {
  * How a walk pairs tool results with tool calls. Pi, pi-ai and the extension each pair them in
  * their own way, and condense reproduces each where it reproduces that reader:
  * - `scope`: `turn` — a result answers a call of the most recent assistant message only (pi-ai,
- *   the orphan sweep, error purge); `any` — a call of any earlier assistant message of the walk.
+ *   the orphan sweep); `any` — a call of any earlier assistant message of the walk.
  * - `reuse` (scope `any`): when two assistant messages call the same id, the `first` keeps it, or
  *   the `latest` takes it over.
  * - `between`: a message that is neither an assistant message nor a tool result `close`s the open

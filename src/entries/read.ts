@@ -4,7 +4,10 @@
  * Entries written by any version of the extension or of condense are accepted as leniently as the
  * extension accepts them; what cannot be used is skipped, never an error:
  * - `data` must be an object; an index entry needs a `toolCalls` array, and each record a string
- *   `toolCallId`, `toolName` and `resultText`;
+ *   `toolCallId`, `toolName` and `resultText`; as in the extension, an index entry's `refs` count
+ *   only when it is `backfilled` — refs on other index entries (spill entries of condense before
+ *   it stored them as the extension reads them) are `strayRefs`: unknown to the extension, their
+ *   numbers still taken;
  * - a summary ref needs a non-empty `shortId` and `toolCallId` (a `resultTimestamp` that is not a
  *   number is left out); summaries written before refs existed list bare `toolCallIds`;
  * - a dedup alias needs both ids; a chain entry a `blockId` and a numeric `startUserTimestamp`;
@@ -28,7 +31,7 @@ import {
 
 /** One readable `context-prune-*` entry, by kind. */
 export type PruneEntry =
-  | { kind: "index"; entry: CustomEntry; records: ToolCallRecord[]; backfilled: boolean; refs: SummaryToolCallRef[] }
+  | { kind: "index"; entry: CustomEntry; records: ToolCallRecord[]; backfilled: boolean; refs: SummaryToolCallRef[]; strayRefs: SummaryToolCallRef[] }
   | { kind: "summary"; entry: CustomMessageEntry; refs: SummaryToolCallRef[] }
   | { kind: "dedup-alias"; entry: CustomEntry; data: DedupAliasData }
   | { kind: "chain"; entry: CustomEntry; data: ChainEntryData }
@@ -87,8 +90,9 @@ export function chainBlockIdOf(entry: SessionEntry): unknown {
 function readIndex(entry: CustomEntry, data: Fields): PruneEntry | null {
   if (!Array.isArray(data.toolCalls)) return null;
   const records = data.toolCalls.filter(isRecord);
+  const backfilled = data.backfilled === true;
   const refs = Array.isArray(data.refs) ? readRefs(data.refs) : [];
-  return { kind: "index", entry, records, backfilled: data.backfilled === true, refs };
+  return { kind: "index", entry, records, backfilled, refs: backfilled ? refs : [], strayRefs: backfilled ? [] : refs };
 }
 
 function isRecord(r: unknown): r is ToolCallRecord {

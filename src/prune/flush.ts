@@ -15,7 +15,7 @@
 import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
 import { CondenseError } from "../util/errors.js";
-import { dedupAliasEntry, indexEntry, summaryEntry } from "../entries/build.js";
+import { dedupAliasEntry, indexEntry, spillIndexEntries, summaryEntry } from "../entries/build.js";
 import type { NewEntry } from "../session/types.js";
 import { composeSummary } from "../summarize/refs.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
@@ -333,7 +333,7 @@ class RealPass {
       records.push(record);
       refs.push(this.indexer.allocateRef(call));
     }
-    out.push(indexEntry({ toolCalls: records, refs }));
+    out.push(...spillIndexEntries(records, refs));
     for (const record of records) this.indexer.addRecord(record, true);
     this.indexer.registerRefs(refs);
     this.result.spilledCalls += spilled.length;

@@ -69,6 +69,7 @@ export class ToolCallIndexer {
       case "index":
         for (const record of read.records) this.addRecord(record, !read.backfilled);
         this.registerRefs(read.refs);
+        this.reserveRefNumbers(read.strayRefs);
         return;
       case "summary": {
         this.registerRefs(read.refs);
@@ -119,7 +120,17 @@ export class ToolCallIndexer {
         this.shortRefToKey.set(ref.shortId, key);
         this.keyToShortRef.set(key, ref.shortId);
       }
-      const n = /^t(\d+)$/.exec(ref.shortId);
+    }
+    this.reserveRefNumbers(refs);
+  }
+
+  /**
+   * Move the next ref number past these refs' numbers without making them resolvable (refs the
+   * extension does not read, so that no number is ever handed out twice).
+   */
+  reserveRefNumbers(refs: SummaryToolCallRef[]): void {
+    for (const ref of refs) {
+      const n = /^t(\d+)$/.exec(ref?.shortId ?? "");
       if (n) this.nextShortRef = Math.max(this.nextShortRef, Number(n[1]) + 1);
     }
   }
@@ -185,7 +196,8 @@ export class ToolCallIndexer {
 
   /**
    * Every occurrence that shares a raw tool-call id — indexed records and dedup aliases, each
-   * labelled with its own occurrence key — oldest first.
+   * labelled with its own occurrence key — oldest first, as the extension orders them
+   * (`getRecordsForId`): by result timestamp (a dedup alias's own), else the batch time.
    */
   getRecordsForId(toolCallId: string): { key: string; record: ToolCallRecord; aliasOf?: string }[] {
     const out: { key: string; record: ToolCallRecord; aliasOf?: string }[] = [];
@@ -198,7 +210,8 @@ export class ToolCallIndexer {
       const record = this.records.get(originalKey);
       if (record) out.push({ key: newKey, record, aliasOf: originalKey });
     }
-    const at = (e: { key: string; record: ToolCallRecord }) => parseOccurrenceKey(e.key).resultTimestamp ?? e.record.resultTimestamp ?? e.record.timestamp;
+    const at = (e: { key: string; record: ToolCallRecord; aliasOf?: string }) =>
+      (e.aliasOf ? parseOccurrenceKey(e.key).resultTimestamp : e.record.resultTimestamp) ?? e.record.timestamp;
     return out.sort((a, b) => at(a) - at(b));
   }
 }

@@ -201,3 +201,72 @@ export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOu
   lines.push(text);
   return lines.join("\n");
 }
+
+/**
+ * What the extension's `context_tree_query` tool returns for `ids` (one call), byte for byte — the
+ * text `condense query --format tool` prints. Mirrors pi-condense 2.9.1 `src/query-tool.ts` and
+ * `ToolCallIndexer.getRecordsForId`: ids are taken as given; a raw id lists every occurrence (dedup
+ * aliases shown with their own result timestamp), oldest first, labelled `id@timestamp` when there
+ * are several; an unknown id gets the tool's "not found" block; each block is `## toolRef: label`,
+ * tool, arguments, status, turn, a blank line and the output cut to 2000 lines / 50 KB (whole with
+ * `full`); blocks are joined by `\n\n---\n\n`. A spilled output is read from its `spillPath` as
+ * stored; when that fails, the stored preview stands in, as in the tool.
+ * @param readText reads a file as UTF-8; throws when it cannot
+ * @returns the text, and the ids the index does not know
+ */
+export function formatToolResult(
+  indexer: ToolCallIndexer,
+  ids: string[],
+  readText: (path: string) => string,
+  full = false,
+): { text: string; unknown: string[] } {
+  const blocks: string[] = [];
+  const unknown: string[] = [];
+  for (const id of ids) {
+    const records = toolRecordsFor(indexer, id);
+    if (records.length === 0) {
+      unknown.push(id);
+      blocks.push(`## toolRef: ${id}\n(not found in index — may not have been summarized yet)`);
+      continue;
+    }
+    for (const record of records) blocks.push(toolBlock(id, record, records.length > 1, readText, full));
+  }
+  return { text: blocks.join("\n\n---\n\n"), unknown };
+}
+
+/** One `## toolRef:` block of the tool's text; `several`: the id names more than one occurrence. */
+function toolBlock(id: string, record: ToolCallRecord, several: boolean, readText: (path: string) => string, full: boolean): string {
+  const header = [
+    `## toolRef: ${several && record.resultTimestamp !== undefined ? `${id}@${record.resultTimestamp}` : id}`,
+    ...(several && record.resultTimestamp === undefined ? ["Occurrence: legacy (no resultTimestamp)"] : []),
+    `Tool: ${record.toolName}`,
+    `Args: ${JSON.stringify(record.args, null, 2)}`,
+    `Status: ${record.isError ? "ERROR" : "OK"}`,
+    `Turn: ${record.turnIndex}`,
+    "",
+  ].join("\n");
+  let raw = record.resultText;
+  if (record.spillPath) {
+    try {
+      raw = readText(record.spillPath);
+    } catch {
+      raw = record.resultPreview ?? "(spilled output unavailable — sidecar file missing)";
+    }
+  }
+  const shown = shownOutput(raw, full);
+  return `${header}\n${shown.text}${shown.truncation ? `\n${truncationNotice(shown.truncation)}` : ""}`;
+}
+
+/**
+ * The records the tool lists for one id (the extension's `getRecordsForId`, then `getRecord`): a
+ * dedup alias shows its original's record with the alias's own result timestamp.
+ */
+function toolRecordsFor(indexer: ToolCallIndexer, id: string): ToolCallRecord[] {
+  const all = indexer
+    .getRecordsForId(id)
+    .map(({ key, record, aliasOf }) => (aliasOf ? { ...record, resultTimestamp: parseOccurrenceKey(key).resultTimestamp } : record));
+  if (all.length > 0) return all;
+  const key = indexer.resolveToolCallId(id);
+  const record = key === undefined ? undefined : indexer.records.get(key);
+  return record ? [record] : [];
+}

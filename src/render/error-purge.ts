@@ -4,16 +4,19 @@
  * `cooldownTurns` assistant turns old and the arguments are at least `minArgChars` long. The
  * error result itself stays as it is, so the model still sees what went wrong.
  *
- * Ages count assistant messages: a failure answered after the k-th assistant message (1-based) of
- * an array holding n assistant messages is n − k turns old.
- *
- * One deliberate difference from the extension, which keys failures by the bare provider id (so a
- * reused id like `bash_23` let one failure purge another, successful call's arguments): a failed
- * result is tied to the call that opened it — the most recent assistant message before the result,
- * when that message holds a call with the result's id — and only that message's blocks with that
- * id are purged. A result whose call is not in that message (an orphan) purges nothing.
+ * This is the extension's `purgeErroredArgs` (pi-condense 2.9.1 `src/error-purge.ts`), rule for
+ * rule, because `render` promises what Pi sends (docs/design.md §7: the extension's code wins;
+ * docs/extension-parity.md):
+ * - a failure is a `toolResult` with `isError: true` in the phase's input, i.e. after
+ *   stub-replace: a stubbed result says `isError: false`, so a failed call whose result was
+ *   summarized keeps its arguments;
+ * - failures are keyed by the bare tool-call id, the latest one winning; its turn is the number of
+ *   assistant messages up to the result; every `toolCall` block with that id, in any assistant
+ *   message, is purged once `turns so far − that turn ≥ cooldownTurns` — so with a reused id
+ *   (`bash_23`) one failure also purges another occurrence's arguments, as in the extension.
+ * No call/result pairing is involved (the extension pairs nothing here).
+ * Sizes are `JSON.stringify(arguments).length` (UTF-16 chars).
  */
-import { type PairingRules, walkToolPairs } from "../context/vocabulary.js";
 import type { AgentMessage, AssistantMessage, ToolCall } from "../session/types.js";
 
 export interface ErrorPurgeOptions {
@@ -40,61 +43,41 @@ function argChars(args: unknown): number {
   return JSON.stringify(args)?.length ?? 0;
 }
 
-/** A failure is tied to a call of the most recent assistant message; other messages do not close it. */
-const PURGE_PAIRING: PairingRules = { scope: "turn", between: "keep", consume: false };
-
 /**
- * Purge the arguments of cooled-down failed calls.
+ * Purge the arguments of cooled-down failed calls (the extension's rules, above).
  * @param messages the stub-replace phase's output
- * @param errorsFrom the same messages before stub-replace (index for index): a summarized failure
- *   keeps counting as a failure although its stub says `isError: false`, so summarizing a failed
- *   call never brings its purged arguments back
  * @returns the same array when nothing was purged; otherwise a copy in which only the changed
  *   assistant messages (and their changed blocks) are new objects
  */
-export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOptions, errorsFrom: AgentMessage[] = messages): AgentMessage[] {
+export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOptions): AgentMessage[] {
   if (!options.enabled) return messages;
-  // Pass 1: which (assistant index, call id) failed, and after which assistant turn.
-  const failedAt = new Map<number, Map<string, number>>();
+  // Pass 1: bare id of each failed result → the assistant turn count at that result (latest wins).
+  const erroredAtTurn = new Map<string, number>();
   let turn = 0;
-  walkToolPairs(messages, PURGE_PAIRING, {
-    assistant: () => {
-      turn++;
-    },
-    result: (i, m, opened) => {
-      if (!opened) return;
-      const source = errorsFrom.length === messages.length ? errorsFrom[i] : m;
-      const failed = m.isError === true || (source.role === "toolResult" && source.toolCallId === m.toolCallId && source.isError === true);
-      if (!failed) return;
-      let calls = failedAt.get(opened.assistantIndex);
-      if (!calls) {
-        calls = new Map();
-        failedAt.set(opened.assistantIndex, calls);
-      }
-      calls.set(m.toolCallId, turn);
-    },
-  });
-  if (failedAt.size === 0) return messages;
+  for (const m of messages) {
+    if (m.role === "assistant") turn++;
+    else if (m.role === "toolResult" && m.isError === true) erroredAtTurn.set(m.toolCallId, turn);
+  }
+  if (erroredAtTurn.size === 0) return messages;
   const currentTurn = turn;
 
-  // Pass 2: replace the arguments that qualify.
+  // Pass 2: replace the arguments that qualify, in every assistant message.
   let out: AgentMessage[] | null = null;
-  for (const [index, calls] of failedAt) {
-    const assistant = messages[index] as AssistantMessage;
+  messages.forEach((m, index) => {
+    if (m.role !== "assistant" || !Array.isArray(m.content)) return;
     let content: AssistantMessage["content"] | null = null;
-    assistant.content.forEach((block, b) => {
+    m.content.forEach((block, b) => {
       if (block?.type !== "toolCall") return;
-      const errorTurn = calls.get(block.id);
+      const errorTurn = erroredAtTurn.get(block.id);
       if (errorTurn === undefined || currentTurn - errorTurn < options.cooldownTurns) return;
-      if (isPurgedArguments(block.arguments)) return;
       const size = argChars(block.arguments);
       if (size < options.minArgChars) return;
-      content ??= assistant.content.slice();
+      content ??= m.content.slice();
       content[b] = { ...block, arguments: purgedArguments(size) } as ToolCall;
     });
-    if (!content) continue;
+    if (!content) return;
     out ??= messages.slice();
-    out[index] = { ...assistant, content };
-  }
+    out[index] = { ...m, content };
+  });
   return out ?? messages;
 }

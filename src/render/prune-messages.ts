@@ -26,7 +26,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   phases.push({ phase: "stub-replace", messages: current });
 
   // Phase 2: error purge.
-  current = purgeErroredArgs(current, ctx.config.purgeErrors, messages);
+  current = purgeErroredArgs(current, ctx.config.purgeErrors);
   phases.push({ phase: "error-purge", messages: current });
 
   // Phase 3: chain-range prune.

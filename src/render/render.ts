@@ -1,18 +1,22 @@
 /**
- * Rendering a session: Pi's projection of the active branch, `pruneMessages`, then the conversion
- * to what pi-ai receives.
+ * Rendering a session: Pi's projection of the active branch, `pruneMessages` as Pi runs the
+ * extension's `context` handler (without the system messages, which Pi puts back), then the
+ * conversion to what pi-ai receives.
  */
 import type { PruneConfig } from "../config/config.js";
 import { convertToLlm, projectBranch, type ContextItem } from "../context/projection.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest } from "../prune/protect.js";
 import type { AgentMessage, Message, SessionEntry } from "../session/types.js";
+import { handlerView, restoreSystemMessages } from "./context-event.js";
 import { pruneMessages } from "./prune-messages.js";
 import type { PruneContext, RenderDiagnostic } from "./types.js";
 
 export interface Rendered {
-  /** The context without pruning. */
+  /** The context without pruning: what stock Pi sends (its projection, converted). */
   before: Message[];
+  /** The same before `convertToLlm` (Pi's own roles kept, for the transcript). */
+  beforeAgent: AgentMessage[];
   /** The context after pruning. */
   after: Message[];
   /** The context after pruning, before `convertToLlm` (Pi's own roles kept, for the transcript). */
@@ -41,12 +45,17 @@ export function renderBranch(branch: SessionEntry[], config: PruneConfig, indexe
  */
 export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
   const projected = items.map((i) => i.message);
-  const { messages, phases, diagnostics } = pruneMessages(projected, ctx);
+  // As in Pi: the extension's handler sees the context without system messages, and Pi puts them
+  // back (collapsed into one leading message once anything changed) — see context-event.ts.
+  const visible = handlerView(projected);
+  const { messages, phases, diagnostics } = pruneMessages(visible, ctx);
+  const sent = restoreSystemMessages(projected, visible, messages);
   return {
     before: convertToLlm(projected),
-    after: convertToLlm(messages),
-    afterAgent: messages,
-    phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(p.messages) })),
+    beforeAgent: projected,
+    after: convertToLlm(sent),
+    afterAgent: sent,
+    phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(restoreSystemMessages(projected, visible, p.messages)) })),
     diagnostics,
   };
 }

@@ -1,23 +1,28 @@
 /**
  * Turning `<session>` arguments into session files (docs/design.md §2): a path to a `.jsonl` file,
  * a directory (every `*.jsonl` below it), a glob, or a session id / unique id prefix looked up in
- * Pi's sessions folder; no argument means the most recent session of the current directory, the
- * one `pi --continue` would open.
+ * Pi's sessions folder; no argument means the session Pi's bash tool names in `$PI_SESSION_FILE`
+ * (inside Pi), else the most recent session of the current directory, the one `pi --continue` would open.
  */
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, join, resolve } from "node:path";
 import { UsageError } from "../util/errors.js";
+import { customSessionDir, expandPiPath } from "./pi-session-dir.js";
 
-/** `$PI_CODING_AGENT_DIR`, default `~/.pi/agent`. */
+/** `$PI_CODING_AGENT_DIR` (`~` expanded, as Pi does), default `~/.pi/agent`. */
 export function agentDir(env: NodeJS.ProcessEnv = process.env): string {
-  return env.PI_CODING_AGENT_DIR ? resolve(env.PI_CODING_AGENT_DIR) : join(homedir(), ".pi", "agent");
+  return env.PI_CODING_AGENT_DIR ? resolve(expandPiPath(env.PI_CODING_AGENT_DIR)) : join(homedir(), ".pi", "agent");
 }
 
-/** Pi's sessions folder and whether it is flat (`$PI_CODING_AGENT_SESSION_DIR`) or per-cwd. */
-export function sessionsRoot(env: NodeJS.ProcessEnv = process.env): { dir: string; flat: boolean } {
-  if (env.PI_CODING_AGENT_SESSION_DIR) return { dir: resolve(env.PI_CODING_AGENT_SESSION_DIR), flat: true };
+/**
+ * Pi's sessions folder for `cwd` and whether it is flat (`$PI_CODING_AGENT_SESSION_DIR` or the
+ * `sessionDir` setting, see pi-session-dir.ts) or holds one subfolder per cwd (`<agent dir>/sessions`).
+ */
+export function sessionsRoot(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): { dir: string; flat: boolean } {
+  const custom = customSessionDir(cwd, agentDir(env), env);
+  if (custom) return { dir: custom.dir, flat: true };
   return { dir: join(agentDir(env), "sessions"), flat: false };
 }
 
@@ -40,17 +45,38 @@ export function jsonlFilesBelow(dir: string): string[] {
   return out.sort();
 }
 
-/** The header of a session file (first line), or null when it has none. Reads at most 1 MiB. */
-export async function peekHeader(path: string): Promise<{ id?: unknown; cwd?: unknown; type?: unknown } | null> {
+/** What `peekHeader` returns: the header line's fields, unchecked beyond `type` and `id`. */
+export type PeekedHeader = { id?: unknown; cwd?: unknown; type?: unknown };
+
+/** One line as a header candidate (Pi's `parseSessionHeaderCandidate`): undefined to skip it (blank, not JSON, JSON null), null when it is not a header. */
+function headerCandidate(line: string): PeekedHeader | null | undefined {
+  if (line.trim() === "") return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (!value || typeof value !== "object") return value ? null : undefined;
+  const header = value as PeekedHeader;
+  return header.type === "session" && typeof header.id === "string" ? header : null;
+}
+
+/**
+ * The header of a session file as Pi's session discovery reads it (`readSessionHeader`): within the
+ * first 1 MiB, blank lines and lines that are not JSON are skipped; the first JSON line is the header
+ * when it has `type: "session"` and a string `id`, else the file has none (null).
+ */
+export async function peekHeader(path: string): Promise<PeekedHeader | null> {
   const handle = await open(path, "r");
   try {
     const buf = Buffer.alloc(1024 * 1024);
     const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    const text = buf.toString("utf8", 0, bytesRead);
-    const firstLine = text.split("\n").find((l) => l.trim() !== "");
-    if (!firstLine) return null;
-    const value = JSON.parse(firstLine);
-    return value && value.type === "session" && typeof value.id === "string" ? value : null;
+    for (const line of buf.toString("utf8", 0, bytesRead).split("\n")) {
+      const header = headerCandidate(line);
+      if (header !== undefined) return header;
+    }
+    return null;
   } catch {
     return null;
   } finally {
@@ -66,35 +92,53 @@ function idFromFileName(path: string): string | undefined {
 }
 
 /**
- * The most recently modified session with a valid header in the current directory's folder
- * (Pi's `findMostRecentSession`); in a flat sessions folder, only sessions whose header `cwd` is `cwd`.
+ * The folder `pi --continue` searches for `cwd` and whether it keeps only sessions whose header
+ * `cwd` is `cwd` (a configured folder other than the per-cwd default), see `latestSessionFor`.
+ */
+export function continueFolder(cwd: string, env: NodeJS.ProcessEnv = process.env): { dir: string; filterCwd: boolean } {
+  const root = sessionsRoot(env, cwd);
+  const perCwd = join(agentDir(env), "sessions", cwdFolderName(resolve(cwd)));
+  return root.flat ? { dir: root.dir, filterCwd: resolve(root.dir) !== perCwd } : { dir: perCwd, filterCwd: false };
+}
+
+/**
+ * The session `pi --continue` opens in `cwd` (Pi 1.6 `SessionManager.continueRecent` →
+ * `findMostRecentSession`): the most recently modified `*.jsonl` directly in the session folder whose
+ * header is valid (ties keep directory order, as Pi's stable sort does). The folder is the configured
+ * one (`$PI_CODING_AGENT_SESSION_DIR`, else the `sessionDir` setting) or the per-cwd default; in a
+ * configured folder other than that default, only sessions whose header `cwd` is `cwd` count.
  * @throws UsageError when there is none
  */
 export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
-  const root = sessionsRoot(env);
-  const dir = root.flat ? root.dir : join(root.dir, cwdFolderName(resolve(cwd)));
+  const { dir, filterCwd } = continueFolder(cwd, env);
   const files = existsSync(dir)
     ? readdirSync(dir)
         .filter((f) => f.endsWith(".jsonl"))
         .map((f) => join(dir, f))
         .map((p) => ({ p, mtime: statSync(p).mtimeMs }))
-        .sort((a, b) => b.mtime - a.mtime || (a.p < b.p ? 1 : -1))
+        .sort((a, b) => b.mtime - a.mtime)
     : [];
   for (const { p } of files) {
     const header = await peekHeader(p);
-    if (header && (!root.flat || (typeof header.cwd === "string" && resolve(header.cwd) === resolve(cwd)))) return p;
+    if (header && (!filterCwd || (typeof header.cwd === "string" && header.cwd !== "" && resolve(cwd, header.cwd) === resolve(cwd)))) return p;
   }
   throw new UsageError(`no session argument given and no Pi session found for ${resolve(cwd)} in ${dir}; pass a session file, directory, glob or session id`);
 }
 
 /**
- * Resolve command-line session arguments to files, in argument order, without duplicates.
+ * Resolve command-line session arguments to files, in argument order, without duplicates. With no
+ * argument: `$PI_SESSION_FILE` when it names an existing file (Pi 1.6's bash tool sets it to the
+ * current session for every command it runs), else `latestSessionFor(cwd)`.
  * @throws UsageError for an argument that matches nothing, or an ambiguous id prefix
  */
 export async function resolveSessionArgs(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string[]> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
-  if (args.length === 0) return [await latestSessionFor(cwd, env)];
+  if (args.length === 0) {
+    const current = env.PI_SESSION_FILE ? resolve(cwd, env.PI_SESSION_FILE) : undefined;
+    if (current && existsSync(current)) return [current];
+    return [await latestSessionFor(cwd, env)];
+  }
   const seen = new Set<string>();
   const out: string[] = [];
   const add = (p: string) => {
@@ -122,14 +166,14 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
       files.forEach(add);
       continue;
     }
-    add(await findById(arg, env));
+    add(await findById(arg, env, cwd));
   }
   return out;
 }
 
 /** A session file in Pi's sessions folder whose id is `idOrPrefix` or starts with it. */
-async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv): Promise<string> {
-  const root = sessionsRoot(env);
+async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
+  const root = sessionsRoot(env, cwd);
   const files = existsSync(root.dir) ? jsonlFilesBelow(root.dir) : [];
   const exact = files.filter((p) => idFromFileName(p) === idOrPrefix);
   const matches = exact.length > 0 ? exact : files.filter((p) => idFromFileName(p)?.startsWith(idOrPrefix));

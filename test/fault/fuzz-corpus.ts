@@ -1,6 +1,6 @@
 /**
  * The mutated-session corpus of the fuzz suite: every fixture and every shared session (cut to its
- * first 48 KB at a line end), each mutated by every kind below with fixed seeds (1,069 inputs with
+ * first 24 KB at a line end), each mutated by every kind below with fixed seeds (1,069 inputs with
  * today's 62 bases), plus hand-made hostile inputs. Deterministic: the same seed gives the same bytes.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -119,7 +119,7 @@ export const MUTATORS: Record<string, Mutator> = {
   },
 };
 
-/** The bases: every fixture and every shared session (first 48 KB, cut at a line end). */
+/** The bases: every fixture and every shared session (first 24 KB, cut at a line end). */
 export function baseCorpus(): { name: string; bytes: Buffer }[] {
   const out: { name: string; bytes: Buffer }[] = [];
   for (const f of readdirSync(FIXTURES)
@@ -131,7 +131,7 @@ export function baseCorpus(): { name: string; bytes: Buffer }[] {
       .filter((n) => n.endsWith(".jsonl"))
       .sort()) {
       const b = readFileSync(path.join(SHARED_SESSIONS, f));
-      const cut = b.length > 48_000 ? b.lastIndexOf(0x0a, 48_000) + 1 : b.length;
+      const cut = b.length > 24_000 ? b.lastIndexOf(0x0a, 24_000) + 1 : b.length;
       out.push({ name: `shared/${f}`, bytes: b.subarray(0, cut) });
     }
   }

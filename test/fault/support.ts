@@ -18,6 +18,7 @@ export function buildForChildren(name: string): { bin: string; dist: string; cle
   const built = spawnSync(tsc, ["-p", path.join(REPO_ROOT, "tsconfig.json"), "--outDir", path.join(root, "dist")], { encoding: "utf8" });
   if (built.status !== 0) throw new Error(`build failed: ${built.stdout}${built.stderr}`);
   copyFileSync(path.join(REPO_ROOT, "bin/condense.js"), path.join(root, "bin/condense.js"));
+  copyFileSync(path.join(REPO_ROOT, "package.json"), path.join(root, "package.json")); // the version is read from it
   return { bin: path.join(root, "bin/condense.js"), dist: path.join(root, "dist"), cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }
 

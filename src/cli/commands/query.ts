@@ -1,15 +1,16 @@
 /**
  * `condense query <ref...>` (docs/design.md §8): print the stored original output behind short
  * refs (`t3`), occurrence keys (`id@timestamp`) or raw tool-call ids, from the session named by
- * `--session` (default: the latest session of the current directory, so an agent can run
- * `condense query t3` from its bash tool). Unknown refs are named on stderr and make the exit code
- * 1; the others are still printed.
+ * `--session` (default: `$PI_SESSION_FILE`, which Pi's bash tool sets to the current session, else
+ * the latest session of the current directory; so an agent can run `condense query t3` from its
+ * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
+ * printed.
  */
 import { realpathSync } from "node:fs";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
 import { blobsFolder } from "../../prune/spill.js";
-import { formatQueryBlock, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
+import { formatQueryBlock, formatToolResult, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { readSidecar } from "../../session/sidecars.js";
@@ -20,6 +21,7 @@ import { type CommonOptions, type ExitState, withCommonOptions } from "../option
 interface QueryOptions extends CommonOptions {
   session?: string;
   full?: boolean;
+  format: "text" | "tool";
 }
 
 export function registerQuery(program: Command, exit: ExitState): void {
@@ -27,8 +29,13 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .command("query")
     .description("print the stored original output behind short refs (t3), occurrence keys or raw tool-call ids")
     .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
-    .option("--session <session>", "session file, id or id prefix (default: latest session of this directory)")
+    .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
+    .addOption(
+      new Option("--format <format>", "text: readable blocks; tool: exactly what the extension's context_tree_query returns")
+        .choices(["text", "tool"])
+        .default("text"),
+    )
     .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
@@ -42,6 +49,16 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const folder = blobsFolder(real, session.id);
     const readText = (path: string) => readSidecar(folder, path);
     const full = !!options.full;
+
+    // --format tool: the text the extension's context_tree_query tool returns for these refs.
+    if (options.format === "tool") {
+      if (options.json) throw new UsageError("--format tool prints the tool's text; it cannot be combined with --json");
+      const { text, unknown } = formatToolResult(indexer, refs, readText, full);
+      out.write(`${text}\n`); // the tool's text exactly, plus one newline (control characters escaped on a terminal)
+      for (const ref of unknown) out.error(`unknown ref ${ref}: not in this session's pruner index`);
+      if (unknown.length > 0) exit.code = 1;
+      return;
+    }
 
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];

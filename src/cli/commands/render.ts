@@ -4,7 +4,7 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
-import { renderSession } from "../../pipeline/render.js";
+import { type RenderAs, renderSession } from "../../pipeline/render.js";
 import { sessionView } from "../../pipeline/view.js";
 import { sizeMessages } from "../../report/counts.js";
 import type { Rendered } from "../../render/render.js";
@@ -12,11 +12,13 @@ import { formatTranscript } from "../../render/transcript.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
+import { extensionOffWarning } from "../extension-status.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 interface RenderOptions extends CommonOptions, ConfigFlags {
   format: "text" | "json";
+  as: RenderAs;
   dryRun?: boolean;
   stats?: boolean;
   summarizer?: "deterministic" | "llm";
@@ -29,6 +31,11 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .description("print the model-visible context of a session after pruning")
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
+    .addOption(
+      new Option("--as <context>", "extension: what Pi sends with pi-condense switched on; pi-only: what stock Pi sends without it")
+        .choices(["extension", "pi-only"])
+        .default("extension"),
+    )
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print sizes (chars and chars/4 tokens) after projection and after each phase instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
@@ -37,7 +44,8 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .option("--no-chain", "with --dry-run: skip chain compression")
     .addHelpText(
       "after",
-      "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json",
+      "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json\n" +
+        "  condense render session.jsonl --as pi-only --dry-run --stats",
     );
   withCommonOptions(cmd).action(async (sessionArg: string | undefined, options: RenderOptions) => {
     const out = new Output(options);
@@ -48,10 +56,15 @@ export function registerRender(program: Command, _exit: ExitState): void {
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model } : null;
-    const rendered = await renderSession(sessionView(session, config), dryRun);
+    const rendered = await renderSession(sessionView(session, config), dryRun, options.as);
+    // What run writes shrinks Pi's context only with the extension switched on (--as pi-only shows the other case).
+    if (options.as === "extension" && !options.quiet) {
+      const off = await extensionOffWarning([session.path], "render");
+      if (off) out.warn(off);
+    }
     const stats = renderStats(rendered);
     if (options.json) {
-      out.printJson({ session: session.path, dryRun: !!options.dryRun, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
+      out.printJson({ session: session.path, dryRun: !!options.dryRun, as: options.as, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
       return;
     }
     if (options.stats) {

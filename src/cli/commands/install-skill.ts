@@ -1,0 +1,69 @@
+/**
+ * `condense install-skill`: install the `condense-recover` Pi skill (query/skill.ts), so the agent
+ * inside a pruned session knows to run `condense query <ref>`. Pi 1.6 loads skills from
+ * `<agent dir>/skills/` (all projects; `$PI_CODING_AGENT_DIR`, default `~/.pi/agent`) and
+ * `<cwd>/.pi/skills/` (this project, `--project`). `--print` writes nothing and prints the file. A
+ * SKILL.md that differs from this version's (older, or edited) is kept unless `--force`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { SKILL_NAME, skillMarkdown, skillPath } from "../../query/skill.js";
+import { writeFileAtomic } from "../../session/sidecars.js";
+import { RuntimeFailure, UsageError } from "../../util/errors.js";
+import { Output } from "../output.js";
+import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
+
+interface InstallSkillOptions extends CommonOptions {
+  project?: boolean;
+  print?: boolean;
+  force?: boolean;
+}
+
+export function registerInstallSkill(program: Command, _exit: ExitState): void {
+  const cmd = program
+    .command("install-skill")
+    .description(`install the ${SKILL_NAME} Pi skill: tells the agent how to get pruned outputs back with condense query`)
+    .option("--project", "install for this project (<cwd>/.pi/skills) instead of for every project (the agent dir's skills/)")
+    .option("--print", "print SKILL.md on stdout and write nothing")
+    .option("--force", "overwrite a SKILL.md that differs from this version's (an older version, or edited)")
+    .addHelpText("after", "\nExamples:\n  condense install-skill\n  condense install-skill --project\n  condense install-skill --print > SKILL.md");
+  withCommonOptions(cmd).action(async (options: InstallSkillOptions) => {
+    const out = new Output(options);
+    const text = skillMarkdown();
+    if (options.print) {
+      if (options.json) out.printJson({ name: SKILL_NAME, path: null, written: false, content: text });
+      else out.stdout.write(text);
+      return;
+    }
+    const path = skillPath(!!options.project);
+    const written = await installSkill(path, text, !!options.force);
+    if (options.json) out.printJson({ name: SKILL_NAME, path, written, content: text });
+    else {
+      out.print(path);
+      out.info(
+        written
+          ? `installed the ${SKILL_NAME} skill; Pi loads it in new sessions (or after /reload)`
+          : `the ${SKILL_NAME} skill is already installed and up to date`,
+      );
+    }
+  });
+}
+
+/**
+ * Write `text` to `path` atomically unless it already holds exactly that.
+ * @returns true when written, false when the file was already up to date
+ * @throws UsageError when the file differs and `force` is false; RuntimeFailure when it cannot be written
+ */
+async function installSkill(path: string, text: string, force: boolean): Promise<boolean> {
+  const existing = existsSync(path) ? readFileSync(path, "utf8") : undefined;
+  if (existing === text) return false;
+  if (existing !== undefined && !force) {
+    throw new UsageError(`${path} exists and differs from this version's skill; pass --force to overwrite it (or --print to compare)`);
+  }
+  try {
+    await writeFileAtomic(path, text);
+  } catch (error) {
+    throw new RuntimeFailure(`cannot write ${path}: ${(error as Error).message}`);
+  }
+  return true;
+}

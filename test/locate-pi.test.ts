@@ -1,0 +1,195 @@
+/**
+ * The session a command uses when none is named is the one `pi --continue` opens: checked against Pi
+ * 1.6's own `SessionManager.continueRecent` (session-manager.js, loaded by file path) on session
+ * folders built here — per-cwd default, `$PI_CODING_AGENT_SESSION_DIR`, the `sessionDir` setting —
+ * and `$PI_SESSION_FILE` (set by Pi's bash tool) wins over all of them.
+ * Pi's settings manager does not import on Node 20, so which folder the `sessionDir` setting selects
+ * (project `.pi/settings.json` over the global one, relative to the cwd) is written out here from
+ * Pi's documented rules; the search inside that folder is still Pi's.
+ */
+import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { cwdFolderName, latestSessionFor, resolveSessionArgs } from "../src/session/locate.js";
+import { runCli } from "./cli-harness.js";
+import { importPiSessionManager, makeTempDir } from "./helpers.js";
+
+let Pi: any;
+const tmp = makeTempDir("locate-pi");
+const saved = { ...process.env };
+
+beforeAll(async () => {
+  Pi = await importPiSessionManager();
+});
+afterAll(() => tmp.cleanup());
+afterEach(() => {
+  for (const key of ["PI_CODING_AGENT_DIR", "PI_CODING_AGENT_SESSION_DIR", "PI_SESSION_FILE"]) {
+    if (saved[key] === undefined) delete process.env[key];
+    else process.env[key] = saved[key];
+  }
+});
+
+let counter = 0;
+/** A fresh agent dir and working dir; Pi reads `PI_CODING_AGENT_DIR` from process.env. */
+function world(): { agent: string; cwd: string; env: NodeJS.ProcessEnv } {
+  const root = path.join(tmp.dir, `w${++counter}`);
+  const agent = path.join(root, "agent");
+  const cwd = path.join(root, "project");
+  mkdirSync(agent, { recursive: true });
+  mkdirSync(cwd, { recursive: true });
+  process.env.PI_CODING_AGENT_DIR = agent;
+  delete process.env.PI_CODING_AGENT_SESSION_DIR;
+  delete process.env.PI_SESSION_FILE;
+  return { agent, cwd, env: { PI_CODING_AGENT_DIR: agent } };
+}
+
+/** A session file with `lines` (header first unless given), modified at `mtimeSec` (epoch seconds). */
+function session(dir: string, name: string, header: object | string, mtimeSec: number, rest: string[] = []): string {
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, name);
+  const head = typeof header === "string" ? header : JSON.stringify(header);
+  writeFileSync(file, `${[head, ...rest].join("\n")}\n`);
+  utimesSync(file, mtimeSec, mtimeSec);
+  return file;
+}
+const hdr = (id: string, cwd: string) => ({ type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd });
+
+/** Pi's answer: `SessionManager.continueRecent(cwd, sessionDir).getSessionFile()` (a new file when none is found). */
+function piContinue(cwd: string, sessionDir?: string): string | undefined {
+  return Pi.SessionManager.continueRecent(cwd, sessionDir).getSessionFile();
+}
+
+describe("no session argument: the session pi --continue opens", () => {
+  it("per-cwd default folder: the newest file with a valid header; a file without one is skipped", async () => {
+    const { agent, cwd, env } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    session(dir, "a.jsonl", hdr("a", cwd), 1_700_000_100);
+    const b = session(dir, "b.jsonl", hdr("b", cwd), 1_700_000_200);
+    session(dir, "c.jsonl", '{"type":"message","id":"x"}', 1_700_000_300);
+    session(dir, "d.txt", hdr("d", cwd), 1_700_000_400);
+    expect(await latestSessionFor(cwd, env)).toBe(b);
+    expect(piContinue(cwd)).toBe(b);
+  });
+
+  it("blank and non-JSON lines before the header are skipped, as Pi's header scan does", async () => {
+    const { agent, cwd, env } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    session(dir, "a.jsonl", hdr("a", cwd), 1_700_000_100);
+    const b = session(dir, "b.jsonl", `\n{not json\n${JSON.stringify(hdr("b", cwd))}`, 1_700_000_200);
+    expect(await latestSessionFor(cwd, env)).toBe(b);
+    expect(piContinue(cwd)).toBe(b);
+  });
+
+  it("$PI_CODING_AGENT_SESSION_DIR: a flat folder, only sessions whose header cwd is this cwd", async () => {
+    const { cwd, env } = world();
+    const flat = path.join(path.dirname(cwd), "flat");
+    const mine = session(flat, "mine.jsonl", hdr("m", cwd), 1_700_000_100);
+    session(flat, "other.jsonl", hdr("o", "/somewhere/else"), 1_700_000_200);
+    session(flat, "nocwd.jsonl", hdr("n", ""), 1_700_000_300);
+    process.env.PI_CODING_AGENT_SESSION_DIR = flat;
+    expect(await latestSessionFor(cwd, { ...env, PI_CODING_AGENT_SESSION_DIR: flat })).toBe(mine);
+    expect(piContinue(cwd, flat)).toBe(mine);
+  });
+
+  it("$PI_CODING_AGENT_SESSION_DIR naming the per-cwd default folder: no cwd filter", async () => {
+    const { agent, cwd, env } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    session(dir, "mine.jsonl", hdr("m", cwd), 1_700_000_100);
+    const foreign = session(dir, "foreign.jsonl", hdr("f", "/somewhere/else"), 1_700_000_200);
+    expect(await latestSessionFor(cwd, { ...env, PI_CODING_AGENT_SESSION_DIR: dir })).toBe(foreign);
+    expect(piContinue(cwd, dir)).toBe(foreign);
+  });
+
+  it("the sessionDir setting: the project's (relative to the cwd) over the global one", async () => {
+    const { agent, cwd, env } = world();
+    const globalDir = path.join(path.dirname(cwd), "global-sessions");
+    writeFileSync(path.join(agent, "settings.json"), JSON.stringify({ sessionDir: globalDir }));
+    const g = session(globalDir, "g.jsonl", hdr("g", cwd), 1_700_000_100);
+    expect(await latestSessionFor(cwd, env)).toBe(g);
+    expect(piContinue(cwd, globalDir)).toBe(g);
+
+    mkdirSync(path.join(cwd, ".pi"));
+    writeFileSync(path.join(cwd, ".pi", "settings.json"), JSON.stringify({ sessionDir: "local-sessions" }));
+    const localDir = path.join(cwd, "local-sessions");
+    const l = session(localDir, "l.jsonl", hdr("l", cwd), 1_700_000_050);
+    expect(await latestSessionFor(cwd, env)).toBe(l);
+    expect(piContinue(cwd, localDir)).toBe(l);
+
+    // The environment variable wins over both settings.
+    const envDir = path.join(path.dirname(cwd), "env-sessions");
+    const e = session(envDir, "e.jsonl", hdr("e", cwd), 1_700_000_010);
+    expect(await latestSessionFor(cwd, { ...env, PI_CODING_AGENT_SESSION_DIR: envDir })).toBe(e);
+  });
+
+  it("$PI_SESSION_FILE (set by Pi's bash tool) wins over the newest session of the cwd", async () => {
+    const { agent, cwd, env } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    const older = session(dir, "older.jsonl", hdr("o", cwd), 1_700_000_100);
+    const newer = session(dir, "newer.jsonl", hdr("n", cwd), 1_700_000_200);
+    expect(await resolveSessionArgs([], { cwd, env })).toEqual([newer]);
+    expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: older } })).toEqual([older]);
+    // A relative value is read from the given cwd, not the process's.
+    expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: path.relative(cwd, older) } })).toEqual([older]);
+    // A stale value (the file is gone) falls back to the newest session of the cwd.
+    expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: path.join(dir, "gone.jsonl") } })).toEqual([newer]);
+  });
+
+  it("condense query without --session reads $PI_SESSION_FILE", async () => {
+    const { cwd } = world();
+    const file = path.join(cwd, "s.jsonl");
+    const lines = [
+      JSON.stringify(hdr("0f0000aa-0000-7000-8000-0000000000ab", cwd)),
+      JSON.stringify({
+        type: "message",
+        id: "u1",
+        parentId: null,
+        timestamp: "2026-01-01T00:00:01.000Z",
+        message: { role: "user", content: "go", timestamp: 1767225601000 },
+      }),
+      JSON.stringify({
+        type: "message",
+        id: "a1",
+        parentId: "u1",
+        timestamp: "2026-01-01T00:00:02.000Z",
+        message: {
+          role: "assistant",
+          content: [{ type: "toolCall", id: "call_1", name: "bash", arguments: { command: "seq 400" } }],
+          api: "x",
+          provider: "x",
+          model: "x",
+          usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, totalTokens: 2, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+          stopReason: "toolUse",
+          timestamp: 1767225602000,
+        },
+      }),
+      JSON.stringify({
+        type: "message",
+        id: "r1",
+        parentId: "a1",
+        timestamp: "2026-01-01T00:00:03.000Z",
+        message: {
+          role: "toolResult",
+          toolCallId: "call_1",
+          toolName: "bash",
+          content: [{ type: "text", text: Array.from({ length: 400 }, (_, i) => String(i + 1)).join("\n") }],
+          isError: false,
+          timestamp: 1767225603000,
+        },
+      }),
+      JSON.stringify({
+        type: "message",
+        id: "u2",
+        parentId: "r1",
+        timestamp: "2026-01-01T00:00:04.000Z",
+        message: { role: "user", content: "next", timestamp: 1767225604000 },
+      }),
+    ];
+    writeFileSync(file, `${lines.join("\n")}\n`);
+    expect((await runCli(["run", file, "--quiet"], { CONDENSE_NOW: "2026-01-01T01:00:00.000Z" })).code).toBe(0);
+    const r = await runCli(["query", "t1", "--json"], { PI_SESSION_FILE: file });
+    expect(r.code).toBe(0);
+    const json = JSON.parse(r.stdout);
+    expect(json.session).toBe(file);
+    expect(json.results[0].output).toBe(Array.from({ length: 400 }, (_, i) => String(i + 1)).join("\n"));
+  });
+});

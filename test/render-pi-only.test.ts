@@ -1,0 +1,147 @@
+/**
+ * `render --as pi-only` is what stock Pi sends without the extension: Pi 1.6's own
+ * `buildSessionContext` + `convertToLlm` (SessionManager imported by file path, on this Node), on
+ * every shared session and fixture, before and after `condense run`. And `run` / `render` warn on
+ * stderr when Pi's settings do not switch the extension on, because then the context grows.
+ */
+import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FIXTURES, importPiMessages, importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+import { runCli } from "./cli-harness.js";
+
+const NOW = { CONDENSE_NOW: "2026-02-01T00:00:00.000Z" };
+const shared = existsSync(SHARED_SESSIONS)
+  ? readdirSync(SHARED_SESSIONS)
+      .filter((f) => f.endsWith(".jsonl"))
+      .map((f) => path.join(SHARED_SESSIONS, f))
+  : [];
+const fixtures = readdirSync(FIXTURES)
+  .filter((f) => f.endsWith(".jsonl"))
+  .map((f) => path.join(FIXTURES, f));
+const sources = [...shared, ...fixtures].sort();
+
+describe("render --as pi-only equals what Pi 1.6 sends without the extension", () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let Pi: any;
+  let PiMessages: any;
+  beforeAll(async () => {
+    tmp = makeTempDir("pi-only");
+    Pi = await importPiSessionManager();
+    PiMessages = await importPiMessages();
+  });
+  afterAll(() => tmp?.cleanup());
+
+  /** Pi's context for a file (on a copy: Pi rewrites v1/v2 files it opens), or why it has none. */
+  const piContext = (file: string, dir: string): unknown[] | string => {
+    mkdirSync(dir, { recursive: true });
+    const copy = path.join(dir, path.basename(file));
+    copyFileSync(file, copy);
+    try {
+      return PiMessages.convertToLlm(Pi.SessionManager.open(copy).buildSessionContext().messages);
+    } catch (error) {
+      return (error as Error).message;
+    }
+  };
+  const renderPiOnly = async (file: string) => runCli(["render", file, "--as", "pi-only", "--format", "json", "--quiet"]);
+
+  let grew = 0;
+  for (const source of sources) {
+    const name = path.basename(source);
+    it(`${path.basename(path.dirname(source))}/${name}`, async () => {
+      const dir = path.join(tmp.dir, path.basename(path.dirname(source)), name);
+      mkdirSync(dir, { recursive: true });
+      // Pi walks a parent cycle until its array cannot grow (a fatal crash on Node 20): not handed to Pi.
+      const before = name === "bad-parent-cycle.jsonl" ? "a parent cycle" : piContext(source, path.join(dir, "pi-before"));
+      const ours = await renderPiOnly(source);
+      const after = path.join(dir, name);
+      copyFileSync(source, after);
+      const run = await runCli(["run", after, "--migrate", "--quiet"], NOW);
+      if (typeof before === "string") {
+        // Pi cannot open it or build its context: condense refuses to write to it.
+        expect(run.code, `${name}: Pi says ${before}`).toBe(2);
+        return;
+      }
+      if (ours.code !== 0) {
+        // Only an empty file: Pi opens it as a new session; condense refuses it.
+        expect(ours.stderr).toContain("the file is empty");
+        expect(before).toEqual([]);
+        return;
+      }
+      expect(JSON.parse(ours.stdout)).toStrictEqual(before);
+      if (run.code !== 0) {
+        expect(run.stderr).toContain("the final line is cut off mid-object");
+        return;
+      }
+      const piAfter = piContext(after, path.join(dir, "pi-after"));
+      const oursAfter = await renderPiOnly(after);
+      expect(oursAfter.code).toBe(0);
+      const afterMessages = JSON.parse(oursAfter.stdout) as unknown[];
+      expect(afterMessages).toStrictEqual(piAfter);
+      // Without the extension nothing is stubbed: every summary run appended only adds to the context.
+      const summaries = afterMessages.length - (before as unknown[]).length;
+      expect(summaries).toBeGreaterThanOrEqual(0);
+      if (summaries > 0) {
+        expect(JSON.stringify(afterMessages).length).toBeGreaterThan(JSON.stringify(before).length);
+        grew++;
+      }
+    });
+  }
+
+  it("saw the context grow on sessions run summarized", () => {
+    expect(grew).toBeGreaterThanOrEqual(10);
+  });
+});
+
+describe("run and render say when Pi's settings leave the extension off", () => {
+  let tmp: ReturnType<typeof makeTempDir>;
+  let file: string;
+  let agentDir: string;
+  beforeAll(() => {
+    tmp = makeTempDir("extension-off");
+    agentDir = path.join(tmp.dir, "agent");
+    mkdirSync(agentDir);
+    file = path.join(tmp.dir, "example-session.jsonl");
+    copyFileSync(path.join(FIXTURES, "example-session.jsonl"), file);
+  });
+  afterAll(() => tmp?.cleanup());
+
+  const settings = () => path.join(agentDir, "settings.json");
+  const warning = (advice: string) =>
+    `warning: the pi-condense extension is not switched on (${settings()} does not exist): without it Pi sends the ` +
+    "pruner summaries and the raw outputs both, so the entries condense run writes make the context larger, not smaller. " +
+    `Switch it on with /pruner on in Pi, or set "contextPrune": { "enabled": true } in ${settings()}. ` +
+    `It does not look installed either: pi install npm:pi-condense. ${advice}\n`;
+
+  it("run warns on stderr, also with --json (whose document stays as it was); --quiet silences it", async () => {
+    const env = { ...NOW, PI_CODING_AGENT_DIR: agentDir };
+    const dry = await runCli(["run", file, "--dry-run", "--json"], env);
+    expect(dry.code).toBe(0);
+    expect(dry.stderr).toBe(warning("condense render --as pi-only shows what Pi sends without it."));
+    expect(Object.keys(JSON.parse(dry.stdout))).toEqual(["sessions", "failures", "wallMs"]);
+    const quiet = await runCli(["run", file, "--dry-run", "--quiet"], env);
+    expect(quiet.stderr).toBe("");
+  });
+
+  it("render warns unless --as pi-only (which shows exactly the context without the extension)", async () => {
+    const env = { PI_CODING_AGENT_DIR: agentDir };
+    const r = await runCli(["render", file, "--format", "json"], env);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(warning("This render shows the context with the extension; --as pi-only shows what Pi sends without it."));
+    const piOnly = await runCli(["render", file, "--as", "pi-only", "--json"], env);
+    expect(piOnly.stderr).toBe("");
+    const doc = JSON.parse(piOnly.stdout);
+    expect(doc.as).toBe("pi-only");
+    expect(doc.stats.map((s: { phase: string }) => s.phase)).toEqual(["projection"]);
+    expect(doc.diagnostics).toEqual([]);
+  });
+
+  it("says nothing once settings.json switches it on", async () => {
+    const on = path.join(tmp.dir, "agent-on");
+    mkdirSync(on);
+    writeFileSync(path.join(on, "settings.json"), JSON.stringify({ packages: ["npm:pi-condense"], contextPrune: { enabled: true } }));
+    const r = await runCli(["run", file, "--dry-run"], { ...NOW, PI_CODING_AGENT_DIR: on });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+  });
+});
