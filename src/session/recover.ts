@@ -12,8 +12,8 @@
  *
  * Blank lines are skipped by Pi's loader and by condense's reader, so blanking is invisible to both.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readdirSync, readFileSync, readSync, rmSync, unlinkSync, writeSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
 import { faultPoint } from "./fault.js";
 import {
@@ -30,7 +30,7 @@ import {
   temporaryOf,
   undoPath,
 } from "./journal.js";
-import { pidIsDead } from "./lock.js";
+import { removeDeadTemporaries } from "./sidecars.js";
 
 /** How an interrupted write was settled. */
 export type SettledState = "none" | "not-started" | "committed" | "rolled-back" | "raced" | "stale";
@@ -70,26 +70,6 @@ export function removeCreatedSidecars(session: string, sidecars: SidecarRecord[]
     }
   }
   for (const f of folders) fsyncDir(f);
-}
-
-/** Remove temporaries (`.<name>.<pid>.<n>.tmp`, `<name>.<pid>.tmp`) left in `folder` by dead processes. */
-export function removeDeadTemporaries(folder: string, prefix = ""): void {
-  let names: string[];
-  try {
-    names = readdirSync(folder);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    if (!name.startsWith(prefix)) continue;
-    const m = /\.(\d+)(?:\.\d+)?\.tmp$/.exec(name);
-    if (!m || !pidIsDead(Number(m[1]))) continue;
-    try {
-      unlinkSync(join(folder, name));
-    } catch {
-      // removed meanwhile
-    }
-  }
 }
 
 /** Bytes to write over our part: spaces, a newline where each of our lines ended, a newline last. */

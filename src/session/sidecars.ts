@@ -3,16 +3,39 @@
  * fsync, then rename, so a reader never sees a half-written file — and reading one named by a
  * session, confined to that session's own blobs folder.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync } from "node:fs";
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, unlinkSync } from "node:fs";
 import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { pidIsDead } from "./lock.js";
+
+/** Remove temporaries (`.<name>.<pid>.<n>.tmp`, `<name>.<pid>.tmp`) left in `folder` by dead processes. */
+export function removeDeadTemporaries(folder: string, prefix = ""): void {
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(prefix)) continue;
+    const m = /\.(\d+)(?:\.\d+)?\.tmp$/.exec(name);
+    if (!m || !pidIsDead(Number(m[1]))) continue;
+    try {
+      unlinkSync(join(folder, name));
+    } catch {
+      // removed meanwhile
+    }
+  }
+}
 
 /**
  * Write `data` to `path` atomically (creating its folder); `mode` sets the new file's permissions.
+ * Temporaries of the same target left by dead processes are removed first.
  * @throws NodeJS.ErrnoException on I/O failure (the temporary file is removed)
  */
 export async function writeFileAtomic(path: string, data: string | Uint8Array, mode?: number): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
+  removeDeadTemporaries(dirname(path), `.${basename(path).slice(0, 200)}.`);
   // Short, so a long target name still leaves room (names are limited to 255 bytes).
   const tmp = join(dirname(path), `.${basename(path).slice(0, 200)}.${process.pid}.${Date.now() % 1e6}.tmp`);
   try {

@@ -20,9 +20,9 @@ import { CondenseError } from "../util/errors.js";
 import { faultAppendLimit, faultKill, faultPoint } from "./fault.js";
 import { commitJournal, fsyncDir, type JournalRecord, journalPath, lineTable, newWriteId, type SidecarRecord, sha256Hex, writeDurable } from "./journal.js";
 import { FileLockedError, type SessionLock, withSessionLock } from "./lock.js";
-import { removeCreatedSidecars, removeDeadTemporaries, settleJournal } from "./recover.js";
+import { removeCreatedSidecars, settleJournal } from "./recover.js";
 import type { Session } from "./session.js";
-import { writeFileAtomic } from "./sidecars.js";
+import { removeDeadTemporaries, writeFileAtomic } from "./sidecars.js";
 import type { NewEntry, SessionEntry, SessionEntryBase } from "./types.js";
 
 export { FileLockedError, withSessionLock };

@@ -1,9 +1,9 @@
 /**
  * The fuzz runner: every input of a share of the corpus through every command, in process (the
  * real `main()`), counting what must never happen: exit codes outside 0–3, stack traces or
- * "unexpected failure", read-only commands that changed the file, `run` changing the original bytes
- * or leaving a torn tail, files Pi could open before but not after `run`, journal/lock/temporary
- * leftovers, and the outside canary's text in any output.
+ * "unexpected failure", read-only commands that changed the file, `run` or `compact` changing the
+ * original bytes or leaving a torn tail, files Pi could open before but not after them,
+ * journal/lock/temporary leftovers, and the outside canary's text in any output.
  */
 import { appendFileSync, cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -18,8 +18,15 @@ const READERS = (f: string): string[][] => [
   ["render", f],
   ["render", f, "--dry-run", "--json"],
   ["query", "t1", "call_1", "--session", f, "--json"],
+  ["query", "t1", "--session", f, "--format", "tool"],
   ["metrics", f, "--json"],
   ["budget", f, "--json"],
+];
+
+/** The writing commands, one after the other on the same file. */
+const WRITERS = (f: string): string[][] => [
+  ["run", f, "--force"],
+  ["compact", f, "--force", "--keep-recent-tokens", "200"],
 ];
 
 export interface FuzzReport {
@@ -92,16 +99,19 @@ async function fuzzOne(input: FuzzInput, dir: string, Pi: any, failures: string[
     if (sha256(readFileSync(file)) !== before) failures.push(`${input.name} | ${args[0]}: a read-only command changed the file`);
   }
   const piBefore = piOpens(Pi, file);
-  const r = await runCli(["run", file, "--force"], env);
-  commands++;
-  checkCommand(`${input.name} | run`, r, failures);
-  const after = readFileSync(file);
-  if (after.length < input.bytes.length || sha256(after.subarray(0, input.bytes.length)) !== before)
-    failures.push(`${input.name} | run: original bytes changed`);
-  else if (after.length > input.bytes.length && !tailIsWhole(after, input.bytes.length)) failures.push(`${input.name} | run: torn tail`);
-  if (piBefore && !piOpens(Pi, file)) failures.push(`${input.name} | run: Pi could open the file before, not after`);
-  const left = leftovers(file);
-  if (left.length > 0) failures.push(`${input.name} | run: leftovers ${left.join(", ")}`);
+  for (const args of WRITERS(file)) {
+    const label = `${input.name} | ${args[0]}`;
+    if (process.env.FUZZ_TRACE) appendFileSync(process.env.FUZZ_TRACE, `${label}\n`);
+    const r = await runCli(args, env);
+    commands++;
+    checkCommand(label, r, failures);
+    const after = readFileSync(file);
+    if (after.length < input.bytes.length || sha256(after.subarray(0, input.bytes.length)) !== before) failures.push(`${label}: original bytes changed`);
+    else if (after.length > input.bytes.length && !tailIsWhole(after, input.bytes.length)) failures.push(`${label}: torn tail`);
+    if (piBefore && !piOpens(Pi, file)) failures.push(`${label}: Pi could open the file before, not after`);
+    const left = leftovers(file);
+    if (left.length > 0) failures.push(`${label}: leftovers ${left.join(", ")}`);
+  }
   return commands;
 }
 

@@ -21,11 +21,11 @@ it("the corpus has at least 1,000 inputs", () => {
 });
 
 for (const part of [0, 1]) {
-  it(`half ${part + 1} of the corpus through render, render --dry-run, query, metrics, budget and run: no crash, stack trace, bad exit code, changed or torn file, Pi-unopenable result, leftover or outside read`, async () => {
+  it(`half ${part + 1} of the corpus through render, render --dry-run, query (also --format tool), metrics, budget, run and compact: no crash, stack trace, bad exit code, changed or torn file, Pi-unopenable result, leftover or outside read`, async () => {
     const Pi = await importPiSessionManager();
     const report = await fuzzShare(part, 2, SEEDS, tmp.dir, Pi);
     expect(report.failures).toEqual([]);
     expect(report.inputs).toBeGreaterThanOrEqual(500);
-    expect(report.commands).toBe(report.inputs * 6);
+    expect(report.commands).toBe(report.inputs * 8);
   }, 300_000);
 }
