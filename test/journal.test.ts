@@ -58,15 +58,17 @@ describe("classifyTail", () => {
     expect(classifyTail(tail, table)).toMatchObject({ completeLines: 1, oursEnd: cut, keptLines: 1, keptBytes: ours[0].length });
   });
 
-  it("bytes that cannot be ours are refused, not guessed", () => {
-    const tail = Buffer.concat([
-      all.subarray(0, 10),
-      Buffer.from(`${"garbage longer than our first line, so it cannot be a cut-off prefix of it ".repeat(2)}\n`),
-    ]);
-    expect(() => classifyTail(tail, table)).toThrow(/unexplained bytes at tail offset 0/);
+  it("bytes that cannot be ours are left to their writer: not our line's start, or as long as our line", () => {
+    const garbage = Buffer.from(`${"a torn line of another writer ".repeat(5)}`);
+    expect(classifyTail(garbage, table)).toMatchObject({ completeLines: 0, oursStart: 0, oursEnd: 0, foreignAfter: garbage.length });
+    const piTorn = pi("p1", "b2").subarray(0, 30); // Pi's own line, cut: starts differently from ours
+    expect(classifyTail(piTorn, table)).toMatchObject({ oursEnd: 0, foreignAfter: 30 });
     const changed = Buffer.from(all);
-    changed[3] ^= 1;
-    expect(() => classifyTail(changed, table)).toThrow(/unexplained/);
+    changed[3] ^= 1; // our first line damaged on disk: no longer provably ours, nothing after it is taken either
+    expect(classifyTail(changed, table)).toMatchObject({ completeLines: 0, oursEnd: 0, foreignAfter: all.length });
+    // After our complete first line, a foreign torn line: our line is ours, the rest is not.
+    const mixed = Buffer.concat([ours[0], piTorn]);
+    expect(classifyTail(mixed, table)).toMatchObject({ completeLines: 1, oursEnd: ours[0].length, foreignAfter: 30 });
   });
 });
 
@@ -140,6 +142,13 @@ describe("settleJournal on a file", () => {
     writeFileSync(file, text);
     expect(settleJournal(file).state).toBe("stale");
     expect(readFileSync(file).equals(text)).toBe(true);
+  });
+
+  it("a journal whose write never started, with another writer's torn line after the recorded size: nothing touched", () => {
+    const torn = pi("p1", "b2").subarray(0, 40);
+    const { file } = withJournal(torn);
+    expect(settleJournal(file)).toMatchObject({ state: "not-started", removedBytes: 0 });
+    expect(readFileSync(file).equals(Buffer.concat([before, torn]))).toBe(true);
   });
 
   it("a damaged journal stops every command with its path (exit 2), touching nothing", () => {

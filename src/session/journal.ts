@@ -18,8 +18,15 @@ import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, unlin
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
 
-/** One appended line: byte length (newline included), first 32 hex of its sha256, entry id (null for the repair newline). */
-export type JournalLine = [length: number, hash: string, id: string | null];
+/**
+ * One appended line: byte length (newline included), first 32 hex of its sha256, entry id (null
+ * for the repair newline), and its first {@link PREFIX_BYTES} bytes in base64 (a cut-off fragment
+ * of it must start with them).
+ */
+export type JournalLine = [length: number, hash: string, id: string | null, prefix: string];
+
+/** Bytes of each line's start kept in the journal. */
+const PREFIX_BYTES = 48;
 
 /** A sidecar written by the write: created (new file) or already there with the same bytes. */
 export interface SidecarRecord {
@@ -90,7 +97,7 @@ export function sha256Hex(bytes: Uint8Array): string {
 
 /** The line table of an append: `parts[i]` is one line (ending in "\n"); `ids[i]` its entry id or null. */
 export function lineTable(parts: Buffer[], ids: (string | null)[]): JournalLine[] {
-  return parts.map((p, i) => [p.length, sha256Hex(p).slice(0, 32), ids[i] ?? null]);
+  return parts.map((p, i) => [p.length, sha256Hex(p).slice(0, 32), ids[i] ?? null, p.subarray(0, PREFIX_BYTES).toString("base64")]);
 }
 
 /** fsync a folder, so a rename or unlink in it is durable. Errors (platforms without folder fsync) are ignored. */
@@ -144,7 +151,7 @@ function isJournal(v: unknown): v is JournalRecord {
     Number.isSafeInteger(j.length) &&
     typeof j.preTailSha256 === "string" &&
     Array.isArray(j.lines) &&
-    j.lines.every((l) => Array.isArray(l) && Number.isSafeInteger(l[0]) && l[0] > 0 && typeof l[1] === "string") &&
+    j.lines.every((l) => Array.isArray(l) && Number.isSafeInteger(l[0]) && l[0] > 0 && typeof l[1] === "string" && typeof l[3] === "string") &&
     Array.isArray(j.sidecars)
   );
 }
@@ -261,27 +268,31 @@ const isEntryLine = (tail: Buffer, a: number, b: number): boolean => {
 const isOurLine = (tail: Buffer, pos: number, line: JournalLine): boolean =>
   pos + line[0] <= tail.length && tail[pos + line[0] - 1] === 10 && sha256Hex(tail.subarray(pos, pos + line[0])).slice(0, 32) === line[1];
 
+/** True when `length` bytes at `pos` can be the start of `line`: shorter than it, and its recorded first bytes match. */
+function couldBeStartOf(tail: Buffer, pos: number, length: number, line: JournalLine): boolean {
+  if (length <= 0 || length >= line[0]) return false;
+  const prefix = Buffer.from(line[3], "base64");
+  const n = Math.min(length, prefix.length);
+  return tail.subarray(pos, pos + n).equals(prefix.subarray(0, n));
+}
+
 /**
- * The fragment of our line `k` starting at `pos` (its first bytes, cut by a crash), or throws when
- * the bytes there cannot be a prefix of it. A fragment may be followed by EOF, by Pi's open-time
- * repair (a bare "\n"), or by a foreign line glued to it (the first `{` from which the rest parses).
+ * The length of the fragment of our line starting at `pos` (its first bytes, cut by a crash), or 0
+ * when the bytes there are not one. A fragment is shorter than the line and starts with its recorded
+ * first bytes; it may be followed by EOF, by Pi's open-time repair (a bare "\n"), or by a foreign
+ * line glued to it (the first `{` from which the rest parses as an entry).
  */
 function fragmentAt(tail: Buffer, pos: number, line: JournalLine): number {
   if (pos >= tail.length) return 0;
   const nl = tail.indexOf(10, pos);
-  if (nl === -1) {
-    if (tail.length - pos < line[0]) return tail.length - pos;
-  } else if (!isEntryLine(tail, pos, nl)) {
-    for (let p = tail.indexOf(0x7b, pos + 1); p !== -1 && p < nl && p - pos < line[0]; p = tail.indexOf(0x7b, p + 1)) {
-      if (isEntryLine(tail, p, nl)) return p - pos;
-    }
-    // A bare newline after the fragment (Pi's repair): one byte shorter than the line at least,
-    // or the bytes would be the whole line and its hash would have matched.
-    if (nl - pos < line[0] - 1) return nl - pos;
-  } else {
-    return 0; // a whole foreign entry sits where our next line would: nothing of ours here
+  if (nl === -1) return couldBeStartOf(tail, pos, tail.length - pos, line) ? tail.length - pos : 0;
+  if (isEntryLine(tail, pos, nl)) return 0; // a whole foreign entry sits where our next line would
+  for (let p = tail.indexOf(0x7b, pos + 1); p !== -1 && p < nl && p - pos < line[0]; p = tail.indexOf(0x7b, p + 1)) {
+    if (isEntryLine(tail, p, nl)) return couldBeStartOf(tail, pos, p - pos, line) ? p - pos : 0;
   }
-  throw new CondenseError(`unexplained bytes at tail offset ${pos}: not a prefix of condense's line ${line[2] ?? "(newline)"}`, 2);
+  // A bare newline after the fragment (Pi's repair): one byte shorter than the line at least, or the
+  // bytes would be the whole line and its hash would have matched.
+  return nl - pos < line[0] - 1 && couldBeStartOf(tail, pos, nl - pos, line) ? nl - pos : 0;
 }
 
 /** How many of our first lines a foreign entry after `from` names as its parent (those must stay). */
@@ -308,8 +319,8 @@ function keptByParents(tail: Buffer, from: number, lines: JournalLine[], found: 
 /**
  * Split the bytes after the recorded size into [foreign before][ours: complete lines + fragment]
  * [foreign after]. Every complete line of ours is matched by position, length and hash; a fragment
- * must start where our next line starts and be shorter than it.
- * @throws CondenseError (exit 2) when the bytes cannot be explained that way
+ * must start where our next line starts, be shorter than it and begin with its recorded first bytes.
+ * Bytes that are none of these are another writer's and are left alone.
  */
 export function classifyTail(tail: Buffer, lines: JournalLine[]): TailLayout {
   let pos = 0;

@@ -89,6 +89,10 @@ function applyLayout(fd: number, journal: JournalRecord, size: number, layout: T
     return { state: "committed", removedBytes: 0, message: `a condense ${journal.op} write that was not confirmed is complete; kept` };
   }
   const ours = layout.oursEnd - layout.oursStart;
+  if (ours === 0) {
+    // Nothing of ours after the recorded size: the write never started; the bytes there are another writer's.
+    return { state: "not-started", removedBytes: 0, message: `an interrupted condense ${journal.op} write had not started appending; nothing to undo` };
+  }
   if (layout.foreignAfter === 0) {
     ftruncateSync(fd, S + layout.foreignBefore);
     fsyncSync(fd);
@@ -121,8 +125,7 @@ function applyLayout(fd: number, journal: JournalRecord, size: number, layout: T
  * Settle the journal of `session` (a real path). The caller holds the session's lock.
  * @param known the journal when the caller has it (the writer), else it is read from disk
  * @param options.failed the writer's own write failed (short, error, fsync error): roll back even a complete-looking append
- * @throws CondenseError (exit 2) when the journal is damaged or the bytes after the recorded size
- *   cannot be explained (nothing is changed then)
+ * @throws CondenseError (exit 2) when the journal is damaged (nothing is changed then)
  */
 export function settleJournal(session: string, known?: JournalRecord, options: { failed?: boolean } = {}): Settled {
   for (const tmp of [temporaryOf(journalPath(session)), temporaryOf(undoPath(session))]) rmSync(tmp, { force: true });
@@ -161,16 +164,7 @@ function settleOpen(fd: number, session: string, journal: JournalRecord, failed:
       removeJournal(session);
       return { state: "not-started", removedBytes: 0, message: `an interrupted condense ${journal.op} write had not started appending; nothing to undo` };
     }
-    let layout: TailLayout;
-    try {
-      layout = classifyTail(readRange(fd, S, st.size), journal.lines);
-    } catch (error) {
-      throw new CondenseError(
-        `${session}: the bytes after offset ${S} do not match the interrupted condense write recorded in ${journalPath(session)} ` +
-          `(${(error as Error).message}); nothing was changed`,
-        2,
-      );
-    }
+    const layout = classifyTail(readRange(fd, S, st.size), journal.lines);
     const done = applyLayout(fd, journal, st.size, layout, failed);
     if (!done) continue;
     if (done.state !== "committed" && layout.keptLines === 0) removeCreatedSidecars(session, journal.sidecars);

@@ -18,7 +18,18 @@ import { hostname } from "node:os";
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
 import { faultAppendLimit, faultKill, faultPoint } from "./fault.js";
-import { commitJournal, fsyncDir, type JournalRecord, journalPath, lineTable, newWriteId, type SidecarRecord, sha256Hex, writeDurable } from "./journal.js";
+import {
+  commitJournal,
+  fsyncDir,
+  type JournalRecord,
+  journalPath,
+  lineTable,
+  newWriteId,
+  removeJournal,
+  type SidecarRecord,
+  sha256Hex,
+  writeDurable,
+} from "./journal.js";
 import { FileLockedError, type SessionLock, withSessionLock } from "./lock.js";
 import { removeCreatedSidecars, settleJournal } from "./recover.js";
 import type { Session } from "./session.js";
@@ -243,11 +254,16 @@ async function commitAppend(
     lock.assertHeld();
     await assertUnchanged(session);
   } catch (error) {
-    removeCreatedSidecars(session.path, plan.records);
-    settleJournal(session.path, journal);
+    abandon(session.path, journal);
     throw error;
   }
   return appendBytes(session.path, journal, bytes, options.race);
+}
+
+/** Undo a write that never appended a byte: its created sidecars and its journal go; the file is not touched. */
+function abandon(path: string, journal: JournalRecord): void {
+  removeCreatedSidecars(path, journal.sidecars);
+  removeJournal(path);
 }
 
 async function writeSidecars(files: { path: string; bytes: Buffer }[]): Promise<void> {
@@ -282,14 +298,18 @@ function appendBytes(path: string, journal: JournalRecord, bytes: Buffer, race: 
   try {
     fd = openSync(path, constants.O_WRONLY | constants.O_APPEND);
   } catch (error) {
-    settleJournal(path, journal);
+    abandon(path, journal);
     throw new FileChangedError(path, `cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  if (fstatSync(fd).ino !== journal.ino) {
+    closeSync(fd);
+    abandon(path, journal);
+    throw new FileChangedError(path, "replaced by another file");
   }
   let written = 0;
   let failure: NodeJS.ErrnoException | null = null;
   let size = -1;
   try {
-    if (fstatSync(fd).ino !== journal.ino) throw new FileChangedError(path, "replaced by another file");
     const cut = faultAppendLimit();
     if (cut >= 0) {
       writeSync(fd, bytes, 0, Math.min(cut, bytes.length));
