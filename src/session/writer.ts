@@ -6,7 +6,7 @@
  * bytes are never changed. The commit protocol (ARCHITECTURE.md "The commit protocol"): under the
  * session's lock, settle any journal left by a crash; check the file is still the one read (size,
  * mtime, inode); write the journal durably; write the sidecars atomically; open the file for
- * appending without O_CREAT and write every byte in one `write()`; fsync; a short or failed write,
+ * appending without O_CREAT and write every byte with one `fs.writeSync` call; fsync; a short or failed write,
  * or another writer's bytes found next to ours, is settled by the same code that settles a crash
  * (session/recover.ts: only condense's own bytes are removed); a complete write turns the journal
  * into an undo record.
@@ -290,7 +290,7 @@ function writeFailure(error: NodeJS.ErrnoException | null, written: number, leng
 }
 
 /**
- * Steps 7–10 of the protocol: one `write()` of every byte on a descriptor opened for appending
+ * Steps 7–10 of the protocol: one `fs.writeSync` of every byte on a descriptor opened for appending
  * (never creating the file), fsync, then commit — or settle what is there.
  */
 function appendBytes(path: string, journal: JournalRecord, bytes: Buffer, race: AppendOptions["race"] = {}): number {
