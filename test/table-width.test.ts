@@ -122,7 +122,9 @@ describe.skipIf(!hasTmux || !present)("in a real terminal (tmux) at 80 and 160 c
     rmSync(out, { force: true });
     // COLUMNS unset: the width must come from the terminal itself. The output goes through the
     // terminal (a TTY stdout); `tee`-less, it is captured from the pane after the command ends.
-    const script = `unset COLUMNS; env PI_CODING_AGENT_DIR=${tmp.dir} NO_COLOR=1 ${process.execPath} ${cli.bin} ${args} --quiet; echo "--EXIT=$?--"; sleep 300`;
+    // Colours on at 160 columns (bold heads, dim legends: escape sequences the layout must not count), off at 80.
+    const colour = columns >= 100 ? "FORCE_COLOR=1" : "NO_COLOR=1";
+    const script = `unset COLUMNS NO_COLOR FORCE_COLOR; env PI_CODING_AGENT_DIR=${tmp.dir} ${colour} ${process.execPath} ${cli.bin} ${args} --quiet; echo "--EXIT=$?--"; sleep 300`;
     expect(tmux("new-session", "-d", "-s", name, "-x", String(columns), "-y", "200", "sh", "-c", script).status).toBe(0);
     try {
       const until = Date.now() + 120_000;

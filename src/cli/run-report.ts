@@ -6,7 +6,7 @@
 import type { RunFileResult } from "../pipeline/run.js";
 import { type Output, sessionLabels, wrapWords } from "./output.js";
 import { formatBytes, n, percentChange, shortCount } from "./format.js";
-import { type Column, fittedTable } from "./table.js";
+import type { Column } from "./table.js";
 
 type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "context" | "entriesAppended" | "disk" | "dryRun" | "written" | "backup">;
 
@@ -100,7 +100,7 @@ function compactRow(r: Counts, label: string): string[] {
 }
 
 /** The table: wide when the terminal has room, else compact; a totals row for several sessions. */
-function runTable(results: RunFileResult[], out: Output, width: number): { text: string; layout: number } {
+function runTable(results: RunFileResult[], out: Output): { text: string; layout: number } {
   const labels = sessionLabels(results);
   const wide = results.map((r, i) => wideRow(r, labels[i]));
   const compact = results.map((r, i) => compactRow(r, labels[i]));
@@ -111,14 +111,10 @@ function runTable(results: RunFileResult[], out: Output, width: number): { text:
     wide.push(wideRow(total, name));
     compact.push(compactRow(total, name));
   }
-  return fittedTable(
-    [
-      { columns: WIDE, rows: wide },
-      { columns: COMPACT, rows: compact },
-    ],
-    width,
-    (s) => out.c.bold(s),
-  );
+  return out.fitted([
+    { columns: WIDE, rows: wide },
+    { columns: COMPACT, rows: compact },
+  ]);
 }
 
 /** What grew on disk, one line: the session files and the sidecar folders. */
@@ -142,7 +138,7 @@ function diskLine(results: RunFileResult[]): string {
  */
 export function formatRunReport(results: RunFileResult[], out: Output, wallMs: number): string {
   const width = out.width;
-  const table = runTable(results, out, width);
+  const table = runTable(results, out);
   const dry = results.some((r) => r.dryRun) ? " ((N): a dry run would add N)" : "";
   const failedNote = results.some((r) => r.batches.failed) ? " (!N: N failed)" : "";
   const legend =

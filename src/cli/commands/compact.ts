@@ -17,7 +17,7 @@ import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, posit
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
-import { type Column, fittedTable } from "../table.js";
+import type { Column } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
 
 /** Version of the `--json` document. */
@@ -243,14 +243,10 @@ function formatReport(results: CompactFileResult[], out: Output): string {
   ]);
   const narrow = results.map((r, i) => [labels[i], wouldCompact(r), contextCell(r, true), statusOf(r)]);
   const width = out.width;
-  const table = fittedTable(
-    [
-      { columns: WIDE, rows: wide },
-      { columns: COMPACT, rows: narrow },
-    ],
-    width,
-    (x) => out.c.bold(x),
-  );
+  const table = out.fitted([
+    { columns: WIDE, rows: wide },
+    { columns: COMPACT, rows: narrow },
+  ]);
   const first = results[0];
   const legend =
     (table.layout === 1 ? "Pi = would Pi compact on its own · " : "summarized msgs = messages before the cut (+ the split turn's early part) · ") +

@@ -19,7 +19,7 @@ import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../me
 import { n as fmt, percentChange, shortCount } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
-import { type Column, fittedTable } from "../table.js";
+import type { Column } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
@@ -118,7 +118,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     }
     if (rows.length > 0) {
       const width = out.width;
-      const table = formatTable(rows, totals, out, width);
+      const table = formatTable(rows, totals, out);
       out.print(table.text);
       out.print(out.c.dim(wrapWords(table.layout === 1 ? COMPACT_LEGEND : WIDE_LEGEND, width)));
     }
@@ -253,7 +253,7 @@ function totalFigures(t: MetricsTotals): RowFigures {
   };
 }
 
-function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output, width: number): { text: string; layout: number } {
+function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output): { text: string; layout: number } {
   const labels = sessionLabels(rows);
   const all = rows.map((r, i) => ({ label: labels[i], f: figuresOf(r) }));
   if (rows.length > 1)
@@ -276,14 +276,10 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output,
   const compact = all.map(({ label, f }) => [label, change(f, true), shortCount(f.gap), f.share.replace("max ", ""), faults(f.faults)]);
   const tokenizer = rows[0]?.tokenizer === "o200k" ? "o200k tokens" : "~tokens";
   const head = (cols: Column[]) => cols.map((c) => (c.head === "context ~tokens" ? { ...c, head: `context ${tokenizer}` } : c));
-  return fittedTable(
-    [
-      { columns: head(WIDE), rows: wide },
-      { columns: head(COMPACT), rows: compact },
-    ],
-    width,
-    (x) => out.c.bold(x),
-  );
+  return out.fitted([
+    { columns: head(WIDE), rows: wide },
+    { columns: head(COMPACT), rows: compact },
+  ]);
 }
 
 /** The non-zero faults of each session with their first places, or "" when there are none. */
