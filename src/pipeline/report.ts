@@ -9,6 +9,7 @@ import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import type { SummarizerUsage } from "../summarize/types.js";
+import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
 
 export interface RunReport {
@@ -30,6 +31,12 @@ export interface RunReport {
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
   sidecars: number;
+  /** Tool results the render removes that this run indexed, so that `query <ref>` recovers them. */
+  recovered: RecoveredResult[];
+  /** Answered calls left raw because another result of the context shares their occurrence key. */
+  ambiguous: number;
+  /** Set when summaries and chains were not written because the context would have grown. */
+  withheld: { reason: string; context: { chars: number; tokens: number } } | null;
 }
 
 /** What a planned run did, for its report. */
@@ -43,6 +50,9 @@ export interface RunFacts {
   after: Rendered;
   entriesAppended: number;
   sidecars: number;
+  recovered: RecoveredResult[];
+  ambiguous: number;
+  withheld: RunReport["withheld"];
 }
 
 /** The report of a planned run. */
@@ -79,6 +89,9 @@ export function runReport(facts: RunFacts): RunReport {
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
     sidecars: facts.sidecars,
+    recovered: facts.recovered,
+    ambiguous: facts.ambiguous,
+    withheld: facts.withheld,
   };
 }
 
@@ -97,5 +110,8 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     failures: [],
     entriesAppended: 0,
     sidecars: 0,
+    recovered: [],
+    ambiguous: capture.ambiguous,
+    withheld: null,
   };
 }
