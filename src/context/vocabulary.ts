@@ -187,12 +187,13 @@ export interface OpenCall {
 /**
  * Why a tool result answers no open call (docs/design.md "Orphan Sweep"):
  * - `uncalled`: the most recent assistant message has no call with this id (or there is none);
- * - `answered`: that message calls the id, but the call already has its result (a second answer —
- *   e.g. one message calling the same id twice, as providers that number calls per response do);
+ * - `answered`: that message calls the id (`calls` times), but the call already has its result (a
+ *   second answer — e.g. one message calling the same id twice, as providers that number calls per
+ *   response do);
  * - `closed`: that message calls the id, but `by`, a message between the call and this result,
  *   closed the open calls (only with `between: "close"`).
  */
-export type OrphanReason = { kind: "uncalled" } | { kind: "answered" } | { kind: "closed"; by: AgentMessage };
+export type OrphanReason = { kind: "uncalled" } | { kind: "answered"; calls: number } | { kind: "closed"; by: AgentMessage };
 
 export interface PairVisitor {
   assistant?(index: number, message: AssistantMessage): void;
@@ -209,18 +210,20 @@ export function walkToolPairs(messages: readonly AgentMessage[], rules: PairingR
   let open = new Map<string, OpenCall>();
   // For the reason of an orphan: the ids of the latest assistant message, those already answered,
   // and the first message that closed the open calls since.
-  let turnIds = new Set<string>();
+  let turnIds = new Map<string, number>();
   let answered = new Set<string>();
   let closedBy: AgentMessage | undefined;
   messages.forEach((m, index) => {
     if (m.role === "assistant") {
       if (rules.scope === "turn") open = new Map();
-      turnIds = new Set();
+      turnIds = new Map();
       answered = new Set();
       closedBy = undefined;
       for (const call of toolCallsOf(m)) {
-        if (typeof call.id !== "string" || turnIds.has(call.id)) continue;
-        turnIds.add(call.id);
+        if (typeof call.id !== "string") continue;
+        const seen = turnIds.get(call.id) ?? 0;
+        turnIds.set(call.id, seen + 1);
+        if (seen > 0) continue;
         if (rules.scope === "turn" || rules.reuse === "latest" || !open.has(call.id)) open.set(call.id, { assistantIndex: index, call });
       }
       visit.assistant?.(index, m);
@@ -232,7 +235,7 @@ export function walkToolPairs(messages: readonly AgentMessage[], rules: PairingR
         : !turnIds.has(m.toolCallId)
           ? { kind: "uncalled" }
           : answered.has(m.toolCallId) || !closedBy
-            ? { kind: "answered" }
+            ? { kind: "answered", calls: turnIds.get(m.toolCallId) ?? 1 }
             : { kind: "closed", by: closedBy };
       answered.add(m.toolCallId);
       visit.result?.(index, m, call, why);

@@ -95,7 +95,6 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     entriesAppended: plan.entries.length,
     sidecars: sidecars.length,
     recovered: plan.recovery.recovered,
-    ambiguous: capture.ambiguous,
     withheld,
   });
   return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries] };

@@ -60,13 +60,15 @@ export function planRecovery(rendered: Rendered, indexer: ToolCallIndexer, confi
     indexer,
     { sessionPath: target.sessionPath, sessionId: target.sessionId, spillThreshold: config.spillThreshold, previewBytes: config.spillPreviewBytes },
   );
-  const recovered = pairs.map(({ result, record }, i): RecoveredResult => ({
-    ref: done.refs[i].shortId,
-    key: result.key,
-    storedAs: recordKeyOf(record),
-    entryId: result.entry.id,
-    removedBy: result.swept ? `the orphan sweep: ${sweptPhrase(result.message.toolCallId, result.swept)}` : "a compressed chain",
-  }));
+  const recovered = pairs.map(
+    ({ result, record }, i): RecoveredResult => ({
+      ref: done.refs[i].shortId,
+      key: result.key,
+      storedAs: recordKeyOf(record),
+      entryId: result.entry.id,
+      removedBy: result.swept ? `the orphan sweep: ${sweptPhrase(result.message.toolCallId, result.swept)}` : "a compressed chain",
+    }),
+  );
   return { entry: done.entry, sidecars: done.sidecars, recovered };
 }
 
@@ -88,4 +90,3 @@ export function collisionDiagnostics(occurrences: ContextOccurrences, indexer: P
   }
   return out;
 }
-

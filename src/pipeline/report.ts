@@ -23,7 +23,19 @@ export interface RunReport {
     skippedOversized: number;
     failed: number;
   };
-  calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
+  calls: {
+    spilled: number;
+    deduped: number;
+    protected: number;
+    summarized: number;
+    unanswered: number;
+    /** Answered calls whose result the orphan sweep removes: indexed for recovery, never summarized. */
+    swept: number;
+    /** Answered calls left raw: another result of the context shares their occurrence key. */
+    ambiguous: number;
+    /** Failed calls left raw: error purge takes their arguments, which a stub would bring back. */
+    keptForErrorPurge: number;
+  };
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
   context: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
@@ -33,8 +45,6 @@ export interface RunReport {
   sidecars: number;
   /** Tool results the render removes that this run indexed, so that `query <ref>` recovers them. */
   recovered: RecoveredResult[];
-  /** Answered calls left raw because another result of the context shares their occurrence key. */
-  ambiguous: number;
   /** Set when summaries and chains were not written because the context would have grown. */
   withheld: { reason: string; context: { chars: number; tokens: number } } | null;
 }
@@ -51,7 +61,6 @@ export interface RunFacts {
   entriesAppended: number;
   sidecars: number;
   recovered: RecoveredResult[];
-  ambiguous: number;
   withheld: RunReport["withheld"];
 }
 
@@ -76,6 +85,9 @@ export function runReport(facts: RunFacts): RunReport {
       protected: capture.protectedCalls,
       summarized: flush.summarizedCalls,
       unanswered: capture.unanswered,
+      swept: capture.swept,
+      ambiguous: capture.ambiguous,
+      keptForErrorPurge: capture.keptForErrorPurge,
     },
     chars: { raw: flush.rawChars, summary: flush.summaryChars },
     chains: {
@@ -90,7 +102,6 @@ export function runReport(facts: RunFacts): RunReport {
     entriesAppended: facts.entriesAppended,
     sidecars: facts.sidecars,
     recovered: facts.recovered,
-    ambiguous: facts.ambiguous,
     withheld: facts.withheld,
   };
 }
@@ -102,7 +113,16 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     session,
     summarizer: "none (nothing to do)",
     batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
-    calls: { spilled: 0, deduped: 0, protected: capture.protectedCalls, summarized: 0, unanswered: capture.unanswered },
+    calls: {
+      spilled: 0,
+      deduped: 0,
+      protected: capture.protectedCalls,
+      summarized: 0,
+      unanswered: capture.unanswered,
+      swept: capture.swept,
+      ambiguous: capture.ambiguous,
+      keptForErrorPurge: capture.keptForErrorPurge,
+    },
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size, after: size },
@@ -111,7 +131,6 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     entriesAppended: 0,
     sidecars: 0,
     recovered: [],
-    ambiguous: capture.ambiguous,
     withheld: null,
   };
 }

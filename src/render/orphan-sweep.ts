@@ -62,7 +62,9 @@ export function sweptPhrase(toolCallId: string, why: OrphanReason): string {
     case "closed":
       return `${toolCallId} (its call was closed by ${describeBarrier(why.by)} in between; pi-ai answers the call with "No result provided")`;
     case "answered":
-      return `${toolCallId} (a second result for a call id already answered in that turn)`;
+      return why.calls > 1
+        ? `${toolCallId} (a second result for that id, which the assistant message calls ${why.calls} times; the sweep keeps only the first)`
+        : `${toolCallId} (a second result for a call already answered in that turn)`;
     default:
       return `${toolCallId} (no call with this id in the assistant message before it)`;
   }
@@ -75,7 +77,10 @@ export function sweptPhrase(toolCallId: string, why: OrphanReason): string {
  */
 export function orphanSweepDiagnostic(swept: Pick<SweptResult, "message" | "why">[]): RenderDiagnostic {
   const ids = swept.map((s) => String(s.message.toolCallId));
-  const dedupKey = createHash("sha1").update([...ids].sort().join(",")).digest("hex").slice(0, 16);
+  const dedupKey = createHash("sha1")
+    .update([...ids].sort().join(","))
+    .digest("hex")
+    .slice(0, 16);
   const listed = swept
     .slice(0, LISTED)
     .map((s) => sweptPhrase(String(s.message.toolCallId), s.why))
