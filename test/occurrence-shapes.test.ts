@@ -142,7 +142,18 @@ describe("kind 1: several results share one occurrence key (same id, same millis
     const ran = await runFixture("reused-id-same-millisecond-three-turns");
     const results = [...fixtureResults("reused-id-same-millisecond-three-turns").values()];
     const b = ran.before;
-    expect(b.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult", "assistant"]);
+    expect(b.map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+    ]);
     expect(ran.after).toStrictEqual([...b.slice(0, 8), stub(b[8], "t1"), b[9], summaryMessage(ran)]);
     const q = await ran.query("t1");
     expect(q.outputs).toEqual([textOfResult(results[3])]);
@@ -334,7 +345,11 @@ describe("kind 3: one assistant message calls the same id twice", () => {
     expect(ran.report.recovered.map((r: Loose) => [r.ref, r.storedAs])).toEqual([["t1", `call_0#2@${results[1].timestamp}`]]);
     expect((await ran.query("t1")).outputs).toEqual([textOfResult(results[1])]);
     expect((await ran.query(`call_0@${results[1].timestamp}`)).code).toBe(1);
-    expect(diagnostics(ran).map((d) => d.kind).sort()).toEqual(["occurrence-collision", "orphan-sweep"]);
+    expect(
+      diagnostics(ran)
+        .map((d) => d.kind)
+        .sort(),
+    ).toEqual(["occurrence-collision", "orphan-sweep"]);
   });
 
   it("short results: the first stays raw (trivial batch), the second is indexed", async () => {
