@@ -13,12 +13,12 @@ import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
 import { resultTextOf } from "../prune/capture.js";
 import type { Sidecar } from "../prune/flush.js";
-import { type PairingRules, occurrenceKey, parseOccurrenceKey, recordKeyOf, walkToolPairs } from "../context/vocabulary.js";
+import { occurrenceKey, parseOccurrenceKey, recordKeyOf } from "../context/vocabulary.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
 import { backfill } from "../prune/backfill.js";
-import { sharedResultKeys } from "../prune/occurrences.js";
+import { callsInOrder, sharedResultKeys } from "../prune/occurrences.js";
 import { chainEntry, diagnosticEntry } from "../entries/build.js";
 import type { ChainEntryData, DiagnosticData, ToolCallRecord } from "../entries/types.js";
 import type { AgentMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
@@ -83,7 +83,8 @@ export function chainLookupKeys(chain: Pick<ChainRange, "middleOccurrenceKeys" |
 
 /**
  * Closed chains to compress now: closed, not yet in the registry, with at least one tool call; all
- * but the `rollingWindow` most recent such chains; then minus those holding a `context_tree_query`
+ * but the `rollingWindow` most recent such chains whose boundaries resolve to exactly one range (an
+ * entry that does not resolve compresses nothing); then minus those holding a `context_tree_query`
  * result still inside the recovery grace window (they wait; the window is decided before this), and
  * minus those holding a result whose occurrence key another result of the context shares (they stay
  * raw: such results cannot be indexed apart, docs/design.md "Occurrence Identity").
@@ -98,7 +99,11 @@ export function selectEligibleChains(
   const candidates = detectChains(messages, isProtected).filter(
     (c) => c.finalAssistantTimestamp !== null && !indexer.chains.has(c.startUserTimestamp) && c.middleToolCallIds.length > 0,
   );
-  const aged = candidates.slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow));
+  const resolve = rangeResolver(messages);
+  // A chain whose boundaries do not resolve to one range would compress nothing (render fails closed).
+  const aged = candidates
+    .slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow))
+    .filter((c) => resolve(c.startUserTimestamp, c.finalAssistantTimestamp) !== null);
   const shared = sharedResultKeys(messages);
   const distinct = aged.filter((c) => !c.middleOccurrenceKeys.some((k) => shared.has(k)));
   const grace = recoveryGraceKeys(messages, config.recoveryGraceTurns);
@@ -193,15 +198,13 @@ export function deterministicChainBody(calls: ChainCall[], refs: string[], fallb
   ].join("\n");
 }
 
-/** Inside a chain a result answers the first call with its id in the range, whatever lies between. */
-const CHAIN_PAIRING: PairingRules = { scope: "any", reuse: "first", between: "keep", consume: false };
-
 /**
  * Records for a chain's calls that are in neither the index nor the dedup aliases and are not
- * protected: walk the resolved range, pairing each tool result with the call that opened it.
- * `turnIndex` is -1 and `timestamp` the result's own timestamp (there is no batch). A result whose
- * occurrence key another result of the context shares is left out: a record under that key would
- * stub every result that has it (`run` indexes it for recovery under a key of its own instead).
+ * protected: walk the resolved range, pairing each tool result with the call it answers in order in
+ * its turn (prune/occurrences.ts `callsInOrder`); a result that answers no call there keeps its own
+ * tool name and no arguments (as the recovery index stores it). `turnIndex` is -1 and `timestamp` the result's own
+ * timestamp (there is no batch). A result whose occurrence key another result of the context shares
+ * is left out: a record under that key would stub every result that has it.
  * @param shared occurrence keys that two or more results of the context share
  */
 export function extractChainRecords(
@@ -218,25 +221,26 @@ export function extractChainRecords(
   const records: ToolCallRecord[] = [];
   const taken = new Set<string>();
   const inRange = messages.slice(range.startIndex + 1, range.endIndex);
-  walkToolPairs(inRange, CHAIN_PAIRING, {
-    result: (k, m, opened) => {
-      const source = items[range.startIndex + 1 + k].entry;
-      const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
-      if (!opened || opened.call.id === "" || protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number") return;
-      const key = occurrenceKey(raw.toolCallId, raw.timestamp);
-      if (indexer.isSummarized(key) || taken.has(key) || shared.has(key)) return;
-      taken.add(key);
-      records.push({
-        toolCallId: raw.toolCallId,
-        toolName: opened.call.name,
-        args: opened.call.arguments ?? {},
-        resultText: resultTextOf(raw),
-        isError: raw.isError === true,
-        turnIndex: -1,
-        timestamp: raw.timestamp,
-        resultTimestamp: raw.timestamp,
-      });
-    },
+  const inTurn = callsInOrder(inRange);
+  inRange.forEach((m, k) => {
+    if (m.role !== "toolResult") return;
+    const source = items[range.startIndex + 1 + k].entry;
+    const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
+    const call = inTurn.get(k);
+    if (protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number" || typeof raw.toolCallId !== "string" || raw.toolCallId === "") return;
+    const key = occurrenceKey(raw.toolCallId, raw.timestamp);
+    if (indexer.isSummarized(key) || taken.has(key) || shared.has(key)) return;
+    taken.add(key);
+    records.push({
+      toolCallId: raw.toolCallId,
+      toolName: call?.name ?? String(raw.toolName ?? ""),
+      args: call ? (call.arguments ?? {}) : {},
+      resultText: resultTextOf(raw),
+      isError: raw.isError === true,
+      turnIndex: -1,
+      timestamp: raw.timestamp,
+      resultTimestamp: raw.timestamp,
+    });
   });
   return records;
 }

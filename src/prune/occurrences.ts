@@ -59,15 +59,10 @@ export function contextOccurrences(items: readonly ContextItem[]): ContextOccurr
       if (!call) swept.set(index, why ?? { kind: "uncalled" });
     },
   });
-  // In-order pairing inside a turn: per id, the calls of the latest assistant message not yet answered.
-  let queues = new Map<string, ToolCall[]>();
+  const paired = callsInOrder(messages);
   messages.forEach((m, index) => {
-    if (m.role === "assistant") {
-      queues = callQueues(m);
-      return;
-    }
     if (m.role !== "toolResult") return;
-    const call = queues.get(m.toolCallId)?.shift();
+    const call = paired.get(index);
     results.push({
       index,
       message: m,
@@ -94,6 +89,26 @@ export function contextOccurrences(items: readonly ContextItem[]): ContextOccurr
     if (list.length > 1) sharedKeys.add(key);
   }
   return { results, byEntry: new Map(results.map((r) => [r.entry, r])), sharedKeys };
+}
+
+/**
+ * The call each tool result of `messages` answers, paired in order inside its turn: the k-th
+ * result with an id after an assistant message (up to the next one) answers the k-th call with that
+ * id of that message, as Pi ran them; results beyond the calls, or before any assistant message,
+ * answer none.
+ * @returns by index of the result in `messages`
+ */
+export function callsInOrder(messages: readonly AgentMessage[]): Map<number, ToolCall> {
+  const paired = new Map<number, ToolCall>();
+  let queues = new Map<string, ToolCall[]>();
+  messages.forEach((m, index) => {
+    if (m.role === "assistant") queues = callQueues(m);
+    else if (m.role === "toolResult") {
+      const call = queues.get(m.toolCallId)?.shift();
+      if (call) paired.set(index, call);
+    }
+  });
+  return paired;
 }
 
 /** Per call id, the calls of one assistant message with that id, in order (only string ids). */

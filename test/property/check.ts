@@ -3,9 +3,10 @@
  * summarizer (nothing written; sidecars kept in memory), then the render of the branch with the
  * planned entries, against the render of the session as read.
  *
- * 1. Stubs: every tool result the render stubs names a ref whose `query` returns the text of that
- *    very result (exactly; a dedup alias returns its original's text, equal under the dedup
- *    normalization: CRLF → LF, trailing whitespace per line, trimmed).
+ * 1. Stubs: every tool result the render stubs names a ref whose `query` returns that very result:
+ *    its text exactly, and the arguments of the call it answers in order in its turn (a dedup
+ *    alias returns its original — text equal under the dedup normalization: CRLF → LF, trailing
+ *    whitespace per line, trimmed — and its original's call).
  * 2. Nothing lost: every tool result Pi's own projection holds (what stock Pi sends) is in the
  *    rendered request — as it is, as a stub (1.), or relocated into a compressed-chain block — or
  *    `query` of its own occurrence key, or of a short ref, returns its text under that key (`id@ts`,
@@ -21,14 +22,15 @@
  * 4. Size: the rendered request after `run` is never larger (JSON characters) than before.
  * 5. Nothing the render drops is summarized as if the model saw it: no ref of a summary `run`
  *    wrote names a result the orphan sweep removes.
+ * 6. A second `run` on the file with the entries appended has nothing left to append.
  */
 import { transformMessages } from "@earendil-works/pi-ai/api/transform-messages";
 import { getBuiltinModel } from "@earendil-works/pi-ai/providers/all";
 import type { PruneConfig } from "../../src/config/config.js";
 import { projectBranch } from "../../src/context/projection.js";
-import { occurrenceKey, parseOccurrenceKey, stubRef } from "../../src/context/vocabulary.js";
+import { occurrenceKey, parseOccurrenceKey, resultKeyOf, stubRef } from "../../src/context/vocabulary.js";
 import { CUSTOM_TYPES } from "../../src/entries/types.js";
-import { contextOccurrences } from "../../src/prune/occurrences.js";
+import { callsInOrder, contextOccurrences } from "../../src/prune/occurrences.js";
 import { planRun } from "../../src/pipeline/plan.js";
 import { sessionView } from "../../src/pipeline/view.js";
 import { resultTextOf } from "../../src/prune/capture.js";
@@ -39,7 +41,7 @@ import { renderBranch, type Rendered } from "../../src/render/render.js";
 import { sizeMessages } from "../../src/report/counts.js";
 import { parseSessionText } from "../../src/session/reader.js";
 import { buildSession as indexSession } from "../../src/session/session.js";
-import type { AgentMessage, Message, SessionEntry, ToolResultMessage } from "../../src/session/types.js";
+import type { AgentMessage, Message, SessionEntry, ToolCall, ToolResultMessage } from "../../src/session/types.js";
 import { deterministicSummarizer } from "../../src/summarize/deterministic.js";
 
 const MODEL = getBuiltinModel("anthropic", "claude-sonnet-4-5");
@@ -66,18 +68,31 @@ export async function checkSession(text: string, config: PruneConfig): Promise<C
   const sidecars = new Map(plan.sidecars.map((s) => [s.path, s.text]));
   const query = (ref: string) => queryTexts(indexer, sidecars, ref);
   const violations: string[] = [];
-  const stubs = checkStubs(after, query, violations);
+  const stubs = checkStubs(after, indexer, query, violations);
   checkNothingLost(plan.afterBranch, after, indexer, query, violations);
   const calls = checkPairing(before, after, violations);
   checkSummariesSeen(plan.entries, after, violations);
+  await checkSecondRun(text, plan.entries, config, violations);
   const from = sizeMessages(before.after).chars;
   const to = sizeMessages(after.after).chars;
   if (to > from) violations.push(`size: the rendered request grew from ${from} to ${to} chars`);
   return { violations, stubs, recovered: plan.report.recovered.length, withheld: plan.report.withheld !== null, entries: plan.entries.length, calls };
 }
 
+/** 6: planning again on the file with the planned entries appended plans nothing. */
+async function checkSecondRun(text: string, entries: SessionEntry[], config: PruneConfig, violations: string[]): Promise<void> {
+  if (entries.length === 0) return;
+  const again = indexSession(parseSessionText("/virtual/s.jsonl", text + entries.map((e) => `${JSON.stringify(e)}\n`).join("")));
+  const plan = await planRun(sessionView(again, config), { summarizer: deterministicSummarizer, concurrency: 1, nowMs: NOW_MS + 1000, targetPath: again.path });
+  if (plan.entries.length > 0) {
+    violations.push(
+      `second run: plans ${plan.entries.length} more entries (${plan.entries.map((e) => (e as { customType?: string }).customType ?? e.type).join(", ")})`,
+    );
+  }
+}
+
 /** What `query <ref>` finds: each hit's occurrence key and full output. */
-function queryTexts(indexer: ToolCallIndexer, sidecars: Map<string, string>, ref: string): { key: string; text: string; aliased: boolean }[] {
+function queryTexts(indexer: ToolCallIndexer, sidecars: Map<string, string>, ref: string): Found[] {
   const lookup = lookupRef(indexer, ref);
   return lookup.hits.map((hit) => {
     const body = recordBody(hit.record, hit.record.spillPath ? [hit.record.spillPath] : [], (p) => {
@@ -85,21 +100,36 @@ function queryTexts(indexer: ToolCallIndexer, sidecars: Map<string, string>, ref
       if (t === undefined) throw new Error(`no sidecar ${p}`);
       return t;
     });
-    return { key: hit.key, text: body.text, aliased: hit.aliasOf !== undefined };
+    return { key: hit.key, text: body.text, aliased: hit.aliasOf !== undefined, args: hit.record.args };
   });
 }
 
-type Query = (ref: string) => { key: string; text: string; aliased: boolean }[];
+/** One occurrence `query` returned: its key, its full output, whether it is a dedup alias, the record's arguments. */
+interface Found {
+  key: string;
+  text: string;
+  aliased: boolean;
+  args: unknown;
+}
 
-function sameText(found: { text: string; aliased: boolean }, expected: string): boolean {
-  return found.aliased ? normalizeResult(found.text) === normalizeResult(expected) : found.text === expected;
+type Query = (ref: string) => Found[];
+
+/**
+ * The output is the result's (exactly; for a dedup alias, equal under the dedup normalization) and,
+ * unless it is an alias (which shows its original's call), the arguments are those of the call the
+ * result answers in order in its turn (none: `{}`).
+ */
+function sameResult(found: Found, expected: string, call: ToolCall | undefined): boolean {
+  if (found.aliased) return normalizeResult(found.text) === normalizeResult(expected);
+  return found.text === expected && JSON.stringify(found.args) === JSON.stringify(call?.arguments ?? {});
 }
 
 /** 1: each stub of the stub-replace phase names a ref whose query returns the very result's text. */
-function checkStubs(after: Rendered, query: Query, violations: string[]): number {
+function checkStubs(after: Rendered, indexer: ToolCallIndexer, query: Query, violations: string[]): number {
   const handler = after.handler;
   if (!handler) return 0;
   const stubbed = handler.pruned.phases[0].messages;
+  const calls = callsInOrder(handler.items.map((i) => i.message));
   let n = 0;
   handler.items.forEach((item, i) => {
     const m = item.message;
@@ -108,7 +138,10 @@ function checkStubs(after: Rendered, query: Query, violations: string[]): number
     const text = (stubbed[i] as ToolResultMessage).content.map((b) => (b.type === "text" ? b.text : "")).join("");
     const ref = stubRef(text);
     const hits = ref ? query(ref) : [];
-    if (hits.length !== 1 || !sameText(hits[0], resultTextOf(m))) {
+    // A dedup alias's stub names its original's ref (the extension's rule): same text, the original's call.
+    const alias = indexer.dedupAliasToOriginal.has(resultKeyOf(m));
+    const found = hits.length === 1 ? { ...hits[0], aliased: hits[0].aliased || alias } : undefined;
+    if (!found || !sameResult(found, resultTextOf(m), calls.get(i))) {
       violations.push(
         `stub: the stub of ${m.toolCallId}@${m.timestamp} (entry ${item.entry.id}) names ${ref}, which returns ${hits.length} output(s) not its own`,
       );
@@ -131,23 +164,23 @@ function checkNothingLost(branch: SessionEntry[], after: Rendered, indexer: Tool
   const sent = new Set<AgentMessage>(handler.pruned.messages);
   const blocks = handler.pruned.messages.filter((m) => m.role === "user").map((m) => JSON.stringify(m.content));
   const refs = [...indexer.shortRefToKey.keys()];
-  projectBranch(branch)
-    .filter((i) => i.message.role !== "system")
-    .forEach((item, i) => {
-      const m = item.message;
-      if (m.role !== "toolResult") return;
-      if (sent.has(m) || sent.has(stubbed[i])) return;
-      const text = resultTextOf(m);
-      if (blocks.some((b) => b.includes(JSON.stringify(`\n${text}\n</protected-output>`).slice(1, -1)))) return;
-      const own = `${m.toolCallId}@${m.timestamp}`;
-      const found = [own, ...refs].some((ref) =>
-        query(ref).some((h) => {
-          const k = baseKey(h.key);
-          return k.toolCallId === m.toolCallId && k.resultTimestamp === m.timestamp && sameText(h, text);
-        }),
-      );
-      if (!found) violations.push(`lost: ${m.toolCallId}@${m.timestamp} (entry ${item.entry.id}) is neither sent nor recoverable by any ref`);
-    });
+  const visible = projectBranch(branch).filter((i) => i.message.role !== "system");
+  const calls = callsInOrder(visible.map((i) => i.message));
+  visible.forEach((item, i) => {
+    const m = item.message;
+    if (m.role !== "toolResult") return;
+    if (sent.has(m) || sent.has(stubbed[i])) return;
+    const text = resultTextOf(m);
+    if (blocks.some((b) => b.includes(JSON.stringify(`\n${text}\n</protected-output>`).slice(1, -1)))) return;
+    const own = `${m.toolCallId}@${m.timestamp}`;
+    const found = [own, ...refs].some((ref) =>
+      query(ref).some((h) => {
+        const k = baseKey(h.key);
+        return k.toolCallId === m.toolCallId && k.resultTimestamp === m.timestamp && sameResult(h, text, calls.get(i));
+      }),
+    );
+    if (!found) violations.push(`lost: ${m.toolCallId}@${m.timestamp} (entry ${item.entry.id}) is neither sent nor recoverable by any ref`);
+  });
 }
 
 /** 5: the refs of the summaries `run` wrote name no result the orphan sweep removes. */
