@@ -81,7 +81,7 @@ export function planRecovery(rendered: Rendered, indexer: ToolCallIndexer, confi
 export function collisionDiagnostics(occurrences: ContextOccurrences, indexer: Pick<ToolCallIndexer, "isSummarized">): DiagnosticData[] {
   const out: DiagnosticData[] = [];
   for (const key of occurrences.sharedKeys) {
-    const sharing = occurrences.results.filter((r) => r.key === key);
+    const sharing = occurrences.byKey.get(key) ?? [];
     const entries = sharing.map((r) => r.entry.id).join(", ");
     const indexed = indexer.isSummarized(key)
       ? "; the index already holds this key, so the extension stubs every one of them with that record's output"

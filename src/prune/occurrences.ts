@@ -38,6 +38,8 @@ export interface ContextOccurrences {
   results: ResultOccurrence[];
   /** The same, by the session entry each came from. */
   byEntry: Map<SessionEntry, ResultOccurrence>;
+  /** The results of each occurrence key, in context order. */
+  byKey: Map<string, ResultOccurrence[]>;
   /** Occurrence keys that two or more results of the context share. */
   sharedKeys: Set<string>;
 }
@@ -88,7 +90,7 @@ export function contextOccurrences(items: readonly ContextItem[]): ContextOccurr
     });
     if (list.length > 1) sharedKeys.add(key);
   }
-  return { results, byEntry: new Map(results.map((r) => [r.entry, r])), sharedKeys };
+  return { results, byEntry: new Map(results.map((r) => [r.entry, r])), byKey, sharedKeys };
 }
 
 /**

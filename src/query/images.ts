@@ -8,9 +8,8 @@
  * recovery record stored as `id#n@resultTimestamp` the n-th result with key `id@resultTimestamp`
  * (prune/recovery.ts).
  */
-import type { ContextItem } from "../context/projection.js";
 import { occurrenceKey, parseOccurrenceKey } from "../context/vocabulary.js";
-import { contextOccurrences } from "../prune/occurrences.js";
+import type { ContextOccurrences } from "../prune/occurrences.js";
 import { sidecarName } from "../prune/spill.js";
 import type { SessionEntry } from "../session/types.js";
 
@@ -35,17 +34,16 @@ const EXTENSIONS: Record<string, string> = { "image/png": "png", "image/jpeg": "
 
 /**
  * The image blocks of the tool result an occurrence key names, in block order.
- * @param items Pi's projection of the session's branch
+ * @param occurrences the tool results of the session's context (`contextOccurrences` of its projection)
  * @param key the occurrence key of a query hit (`id@ts`, `id#n@ts`, or a bare id)
  * @param lineOf where an entry sits in the file
  */
-export function imagesOf(items: readonly ContextItem[], key: string, lineOf: (entry: SessionEntry) => number | null): ResultImage[] {
+export function imagesOf(occurrences: Pick<ContextOccurrences, "byKey">, key: string, lineOf: (entry: SessionEntry) => number | null): ResultImage[] {
   const { toolCallId, resultTimestamp } = parseOccurrenceKey(key);
   const ranked = /^(.*)#(\d+)$/.exec(toolCallId);
-  const results = contextOccurrences(items).results;
   const match = ranked
-    ? results.filter((r) => r.key === occurrenceKey(ranked[1], resultTimestamp) && r.ordinal === Number(ranked[2]))
-    : results.filter((r) => r.key === key);
+    ? (occurrences.byKey.get(occurrenceKey(ranked[1], resultTimestamp)) ?? []).filter((r) => r.ordinal === Number(ranked[2]))
+    : (occurrences.byKey.get(key) ?? []);
   const out: ResultImage[] = [];
   for (const r of match) {
     const content = r.message.content as unknown;

@@ -10,7 +10,8 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
-import { type ContextItem, projectBranch } from "../../context/projection.js";
+import { projectBranch } from "../../context/projection.js";
+import { type ContextOccurrences, contextOccurrences } from "../../prune/occurrences.js";
 import { imageLines, imagesOf, type ResultImage } from "../../query/images.js";
 import {
   formatQueryBlock,
@@ -44,12 +45,12 @@ interface QueryOptions extends CommonOptions {
  */
 function showHit(
   hit: QueryHit,
-  c: { session: Session; items: ContextItem[]; readText: (path: string) => string; full: boolean; saveImages?: string },
+  c: { session: Session; occurrences: ContextOccurrences; readText: (path: string) => string; full: boolean; saveImages?: string },
 ): { body: QueryBody; output: QueryOutput; imageLines: string[]; json: Record<string, unknown> } {
   const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.session.path, c.session.id) : [];
   const body = recordBody(hit.record, candidates, c.readText);
   const output = shownOutput(body.text, c.full);
-  const images = imagesOf(c.items, hit.key, (e) => lineOf(c.session, e));
+  const images = imagesOf(c.occurrences, hit.key, (e) => lineOf(c.session, e));
   const saved = new Map<ResultImage, string>();
   if (c.saveImages !== undefined) {
     for (const img of images) {
@@ -120,7 +121,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];
     const unknown: { ref: string; reason: string }[] = [];
-    const items = projectBranch(session.branch);
+    const occurrences = contextOccurrences(projectBranch(session.branch));
     if (options.saveImages !== undefined) mkdirSync(options.saveImages, { recursive: true });
     for (const ref of refs) {
       const lookup = lookupRef(indexer, ref);
@@ -129,7 +130,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const shown = showHit(hit, { session, items, readText, full, saveImages: options.saveImages });
+        const shown = showHit(hit, { session, occurrences, readText, full, saveImages: options.saveImages });
         if (options.json) results.push(shown.json);
         else blocks.push(formatQueryBlock(hit, shown.body, shown.output, out.c, shown.imageLines));
       }
