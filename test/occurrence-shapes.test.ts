@@ -13,7 +13,7 @@
  * `query` recovers; that a second `run` appends nothing; and that `run` never makes the context
  * larger. (The extension oracle checks every one of these fixtures against Pi too.)
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CUSTOM_TYPES } from "../src/entries/types.js";
@@ -185,6 +185,50 @@ describe("kind 1: several results share one occurrence key (same id, same millis
     expect(ran.after).toStrictEqual(ran.before);
     const strings = [...fixtureResults("reused-id-same-millisecond-string-content").values()].map((m) => m.content);
     expect(ran.after.filter((m) => m.role === "toolResult").map((m) => (m as ToolResultMessage).content)).toEqual(strings);
+  });
+});
+
+describe("kind 1 with the key already indexed (by the extension, before the second result existed)", () => {
+  it("says that the extension stubs both with that record; run indexes nothing more", async () => {
+    const { dir, cleanup } = makeTempDir("shapes-indexed");
+    temps.push(cleanup);
+    const file = copyInto(dir, path.join(FIXTURES, "reused-id-same-millisecond-two-turns.jsonl"));
+    const first = fixtureResults("reused-id-same-millisecond-two-turns").get("4daab9bc")!;
+    const record = {
+      toolCallId: "bash_23",
+      toolName: "bash",
+      args: { command: "cat src/stock/reserve.ts" },
+      resultText: textOfResult(first),
+      isError: false,
+      turnIndex: 0,
+      timestamp: 1778749926514,
+      resultTimestamp: 1778749927514,
+    };
+    const index = {
+      type: "custom",
+      customType: CUSTOM_TYPES.index,
+      data: { toolCalls: [record] },
+      id: "aa000001",
+      parentId: "5551fe37",
+      timestamp: "2026-05-14T09:13:00.000Z",
+    };
+    appendFileSync(file, `${JSON.stringify(index)}\n`);
+    const size = statSync(file).size;
+    const run = await runCli(["run", file, "--json", "--quiet"], { CONDENSE_NOW: NOW });
+    expect(run.code, run.stderr).toBe(0);
+    const appended = readFileSync(file)
+      .subarray(size)
+      .toString("utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(appended.map((e) => e.data)).toEqual([
+      {
+        kind: "occurrence-collision",
+        detail:
+          "bash_23@1778749927514: 2 tool results share this occurrence key (entries 4daab9bc, 1d15186c); the index already holds this key, so the extension stubs every one of them with that record's output",
+      },
+    ]);
   });
 });
 
