@@ -7,6 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
+import { compressChains } from "../src/chain/compress.js";
 import { projectBranch } from "../src/context/projection.js";
 import { RECOVERY_HINT } from "../src/context/vocabulary.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
@@ -19,6 +20,7 @@ import { renderBranch } from "../src/render/render.js";
 import { planRun } from "../src/pipeline/plan.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
+import { chainEntries } from "../src/session/writer.js";
 import { deterministicSummarizer } from "../src/summarize/deterministic.js";
 import type { Summarizer } from "../src/summarize/types.js";
 import { cleanupTempDirs, dataOf, FIXTURES, firstTextOf, NOW_MS, runCli, runFixture, tempCopy } from "./chain-fixtures.js";
@@ -332,11 +334,36 @@ describe("protected outputs", () => {
 });
 
 describe("ambiguous chain boundaries", () => {
-  it("an entry whose start timestamp matches two user messages drops nothing and reports unresolved-range", async () => {
+  it("run withholds a chain whose block would outweigh what it drops; the unresolved b7 drops nothing", async () => {
     const run = await runFixture("ambiguous-chain-boundaries.jsonl");
-    // The extension's b7 is in the registry; the next block id is b8 (chain 2, older than the window).
-    expect(dataOf(run.appended, CUSTOM_TYPES.chain)).toMatchObject([{ blockId: "b8", startUserTimestamp: T(5), toolRefs: ["t1"] }]);
+    // Chain 2's outputs are a few words: its block would make what Pi sends larger (352 → 723
+    // chars, context/size.ts), so run writes no chain.
+    expect(dataOf(run.appended, CUSTOM_TYPES.chain)).toEqual([]);
     const config = defaultConfig();
+    const rendered = renderBranch(run.after.branch, config);
+    expect(rendered.diagnostics.map((d) => d.dedupKey)).toEqual(["b7"]);
+    const projected = renderBranch(run.after.branch, { ...config, chainCompression: { ...config.chainCompression, enabled: false } }).after;
+    expect(rendered.after).toEqual(projected);
+  });
+
+  it("an entry whose start timestamp matches two user messages drops nothing and reports unresolved-range", async () => {
+    // The chain step itself, without run's growth check: the extension's b7 is in the registry; the
+    // next block id is b8 (chain 2, older than the window).
+    const session = await loadSession(path.join(FIXTURES, "ambiguous-chain-boundaries.jsonl"));
+    const config = defaultConfig();
+    const view = sessionView(session, config);
+    const compressed = await compressChains(view.items, view.indexer, {
+      config,
+      summarizer: deterministicSummarizer,
+      isProtected: view.isProtected,
+      concurrency: 1,
+      nowMs: NOW_MS,
+      targetPath: session.path,
+      sessionId: session.id,
+    });
+    const entries = chainEntries(session, compressed.entries, new Date(NOW_MS).toISOString());
+    expect(dataOf(entries, CUSTOM_TYPES.chain)).toMatchObject([{ blockId: "b8", startUserTimestamp: T(5), toolRefs: ["t1"] }]);
+    const run = { after: { branch: [...session.branch, ...entries] } };
     const rendered = renderBranch(run.after.branch, config);
     expect(rendered.diagnostics).toEqual([
       {

@@ -44,7 +44,7 @@ function totals(results: RunFileResult[]): Counts {
       skippedOversized: sum((r) => r.batches.skippedOversized),
       failed: sum((r) => r.batches.failed),
     },
-    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0 },
+    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
     chains: { compressed: sum((r) => r.chains.compressed), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size((r) => r.context.before), after: size((r) => r.context.after) },
     entriesAppended: sum((r) => r.entriesAppended),
@@ -132,6 +132,32 @@ function diskLine(results: RunFileResult[]): string {
   return line;
 }
 
+const LISTED_RECOVERIES = 5;
+
+/**
+ * What a run left as it was, and why: summaries withheld because the context would have grown,
+ * results the render removes that were indexed for recovery (with the ref to query), calls left
+ * raw for a shared occurrence key or for error purge.
+ */
+function keptLines(r: RunFileResult, out: Output): string[] {
+  const lines: string[] = [];
+  if (r.withheld) lines.push(out.c.yellow(`${r.session}: ${r.withheld.reason}`));
+  for (const rec of r.recovered.slice(0, LISTED_RECOVERIES)) {
+    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; indexed as ${rec.ref} — condense query ${rec.ref}`);
+  }
+  if (r.recovered.length > LISTED_RECOVERIES)
+    lines.push(`${r.session}: and ${r.recovered.length - LISTED_RECOVERIES} more removed results indexed (--json lists them)`);
+  if (r.calls.ambiguous > 0) {
+    lines.push(
+      `${r.session}: ${r.calls.ambiguous} call(s) left raw: their result shares its id and timestamp with another result, so a stub could not tell them apart`,
+    );
+  }
+  if (r.calls.keptForErrorPurge > 0) {
+    lines.push(`${r.session}: ${r.calls.keptForErrorPurge} failed call(s) left raw: error purge takes their arguments, which a stub would bring back`);
+  }
+  return lines;
+}
+
 /**
  * The whole human report (stdout).
  * @param wallMs wall time of the whole command (not the sum of the sessions' times)
@@ -152,6 +178,7 @@ export function formatRunReport(results: RunFileResult[], out: Output, wallMs: n
       lines.push(`${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`);
     }
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
+    lines.push(...keptLines(r, out));
   }
   return lines.join("\n");
 }

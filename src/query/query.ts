@@ -174,10 +174,11 @@ const PLAIN: QueryStyle = { bold: (s) => s, dim: (s) => s, red: (s) => s, green:
 
 /**
  * One block of `condense query`: the label, then occurrence, tool, arguments (indented JSON),
- * status OK/ERROR, turn, where the output came from when that is not the record itself, a blank
- * line, and the output (with the truncation notice when cut).
+ * status OK/ERROR, turn, one line per image of the result (`images`, query/images.ts), where the
+ * output came from when that is not the record itself, a blank line, and the output (with the
+ * truncation notice when cut).
  */
-export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOutput, style: QueryStyle = PLAIN): string {
+export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOutput, style: QueryStyle = PLAIN, images: string[] = []): string {
   const r = hit.record;
   const lines: string[] = [style.bold(`=== ${hit.label} ===`)];
   if (hit.label !== hit.key) lines.push(`Occurrence: ${hit.key}`);
@@ -189,6 +190,7 @@ export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOu
   lines.push(`Status: ${r.isError ? style.red("ERROR") : style.green("OK")}`);
   // A record back-filled when its chain was compressed was never in a batch: it has no turn.
   lines.push(r.turnIndex < 0 ? "Turn: none (indexed when its chain was compressed)" : `Turn: ${r.turnIndex}`);
+  lines.push(...images);
   if (body.source === "sidecar") lines.push(style.dim(`Spilled output read from: ${body.sidecarPath}`));
   if (body.source === "preview") {
     lines.push(style.red(`Spilled output unavailable (${body.sidecarError}); showing the stored head preview`));

@@ -189,7 +189,7 @@ export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, to
   const tokensOf = (m: AgentMessage) => tokenizer.messageTokens(m);
   const before = contextSize(view.rendered.afterAgent, tokensOf);
   const after = contextSize(afterRun.afterAgent, tokensOf);
-  const diagnostics = findDiagnostics(view.items, view.rendered.diagnostics, branch, where);
+  const diagnostics = findDiagnostics(view.items, view.rendered.diagnostics, branch, where, view.rendered.afterAgent);
   return {
     session: session.path,
     id: session.id,
