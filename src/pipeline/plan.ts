@@ -41,6 +41,12 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
+  /**
+   * False when only the render after the run matters (a dry-run render, the "after" a command
+   * reports): the flush-metrics entry then carries zeros instead of the extension's JSON-measured
+   * context metrics, which cost a serialization of every branch message. Default true.
+   */
+  flushMetrics?: boolean;
 }
 
 export interface RunPlan {
@@ -66,7 +72,10 @@ export interface RunPlan {
  */
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
-  const metrics = computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
+  const metrics =
+    options.flushMetrics === false
+      ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
+      : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
   const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
   const capture = view.capture;

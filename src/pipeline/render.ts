@@ -66,6 +66,8 @@ export async function renderAfterRun(view: SessionView, choice: SummarizerChoice
     concurrency: DRY_RUN_CONCURRENCY,
     nowMs: nowMs(),
     targetPath: view.session.path,
+    // Only the render is wanted: the entries are never written.
+    flushMetrics: false,
   });
   return plan.after;
 }
