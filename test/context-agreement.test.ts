@@ -5,18 +5,15 @@
  * and after `run` — on every shared session; and once `run` has written, the context Pi sends is
  * what it said "after" would be.
  */
-import { existsSync, readdirSync, utimesSync } from "node:fs";
+import { existsSync, utimesSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { copyInto, runCli, SHARED_SESSIONS, tempDir as makeTempDir } from "./cli-capture.js";
+import { HEADERLESS_SHARED, sharedSessionFiles } from "./helpers.js";
 
 const present = existsSync(SHARED_SESSIONS);
-const files = present
-  ? readdirSync(SHARED_SESSIONS)
-      .filter((f) => f.endsWith(".jsonl"))
-      .sort()
-  : [];
-const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
+const files = sharedSessionFiles();
+const HEADERLESS = HEADERLESS_SHARED;
 
 type Size = { messages: number; chars: number; tokens: number };
 const json = async (...args: string[]) => {

@@ -3,7 +3,7 @@
  * what Pi 1.6's `estimateTokens` counts, on every message condense renders for every shared
  * session — as read and after a run — and, summed, Pi's own estimate of its own projection.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
@@ -12,15 +12,11 @@ import { renderAfterRun } from "../src/pipeline/render.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { openSession } from "../src/session/open.js";
 import type { AgentMessage } from "../src/session/types.js";
-import { copyInto, importPiCompaction, importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+import { copyInto, HEADERLESS_SHARED, importPiCompaction, importPiSessionManager, makeTempDir, SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
 
 const present = existsSync(SHARED_SESSIONS);
-const files = present
-  ? readdirSync(SHARED_SESSIONS)
-      .filter((f) => f.endsWith(".jsonl"))
-      .sort()
-  : [];
-const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
+const files = sharedSessionFiles();
+const HEADERLESS = HEADERLESS_SHARED;
 const excluded = (m: AgentMessage) => m.role === "bashExecution" && m.excludeFromContext === true;
 
 describe("messageChars / messageTokens on hand-made messages", () => {

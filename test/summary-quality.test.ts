@@ -3,7 +3,7 @@
  * control characters and cut between words; what counts as information in an output; the quality
  * figure (kept facts of the pruned outputs) against plain masking; the run's one recovery hint.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
@@ -17,7 +17,7 @@ import { contextText, keptFacts, maskOutputs, outputFacts, pruneQuality, prunedO
 import type { AgentMessage, NewEntry, ToolResultMessage } from "../src/session/types.js";
 import { exitStatus, failureReason, filePaths, isErrorLine, isTotalsLine } from "../src/summarize/facts.js";
 import { cropAtWord, oneLine, stripControl } from "../src/util/text.js";
-import { SHARED_SESSIONS } from "./helpers.js";
+import { SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
 
 describe("text for a model or a terminal", () => {
   it("strips escape sequences and control characters, keeps tabs and newlines", () => {
@@ -166,7 +166,7 @@ describe("the recovery hint, once per run", () => {
 });
 
 describe.skipIf(!existsSync(SHARED_SESSIONS))("the quality figure on the shared sessions", () => {
-  const files = existsSync(SHARED_SESSIONS) ? readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")) : [];
+  const files = sharedSessionFiles();
 
   it.each(files)("%s: at least 90% kept when it has 150 tool calls or more, and more than plain masking keeps", async (name) => {
     const session = await openSession(path.join(SHARED_SESSIONS, name), "read");

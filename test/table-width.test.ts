@@ -4,20 +4,17 @@
  * at 80 and at 160 columns, where the wide layout appears.
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, rmSync, utimesSync } from "node:fs";
+import { existsSync, rmSync, utimesSync } from "node:fs";
 import path from "node:path";
 import stringWidth from "string-width";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fittedTable, outputWidth } from "../src/cli/table.js";
 import { buildCli } from "./built-cli.js";
+import { sharedSessionFiles } from "./helpers.js";
 import { copyInto, runCliWith, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 
 const present = existsSync(SHARED_SESSIONS);
-const files = present
-  ? readdirSync(SHARED_SESSIONS)
-      .filter((f) => f.endsWith(".jsonl"))
-      .sort()
-  : [];
+const files = sharedSessionFiles();
 const widest = (text: string) => Math.max(...text.split("\n").map((l) => stringWidth(l)));
 /** The lines of a cli-table3 table (its borders). */
 const tableLines = (text: string) => text.split("\n").filter((l) => /^[┌│├└]/.test(l));
