@@ -222,6 +222,8 @@ export function deterministicChainBody(calls: ChainCall[]): string {
  * timestamp (there is no batch). A result whose occurrence key another result of the context shares
  * is left out: a record under that key would stub every result that has it.
  * @param shared occurrence keys that two or more results of the context share
+ * @param messages `items`' messages (pass them when extracting for many chains: the walk is then
+ *   linear in the chain's range, not in the context)
  */
 export function extractChainRecords(
   items: ChainSourceItem[],
@@ -229,8 +231,8 @@ export function extractChainRecords(
   indexer: Pick<ToolCallIndexer, "isSummarized">,
   resolve?: ReturnType<typeof rangeResolver>,
   shared: Set<string> = new Set(),
+  messages: AgentMessage[] = items.map((i) => i.message),
 ): ToolCallRecord[] {
-  const messages = items.map((i) => i.message);
   const range = (resolve ?? ((a: number, b: number | null) => resolveRange(messages, a, b)))(chain.startUserTimestamp, chain.finalAssistantTimestamp);
   if (!range) return [];
   const protectedIds = new Set(chain.protectedToolCallIds);
@@ -317,6 +319,8 @@ async function fuseRanges(bodiesOf: string[][], options: CompressOptions): Promi
 /** The shared state of one compression: the projected context, the index, the options, the result. */
 interface Compression {
   items: ChainSourceItem[];
+  /** `items`' messages. */
+  messages: AgentMessage[];
   indexer: ToolCallIndexer;
   options: CompressOptions;
   result: CompressResult;
@@ -340,7 +344,7 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
     result.rangesSummarized++;
     if (!local) result.modelCalls++;
   } else if (answer?.ok && !local) result.modelCalls++;
-  const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared);
+  const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared, c.messages);
   if (uncovered.length === 0) return body;
   const shown = uncovered.map((r) => ({ ...r }));
   backfillRecords(uncovered, indexer, c.options, result, backfill);
@@ -356,7 +360,7 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
 function deterministicBody(c: Compression, chain: ChainRange, keys: string[], backfill: NewEntry[]): string | null {
   const { indexer, options } = c;
   const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
-  const fresh = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared);
+  const fresh = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared, c.messages);
   if (indexed.length === 0 && fresh.length === 0) {
     const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
     if (!fullyProtected) {
@@ -427,7 +431,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
   const covering = summaryLookup(indexer);
   const bodiesOf = chains.map((chain) => covering(chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
   const answers = await fuseRanges(bodiesOf, options);
-  const c: Compression = { items, indexer, options, result, resolve: rangeResolver(messages), shared: sharedResultKeys(messages) };
+  const c: Compression = { items, messages, indexer, options, result, resolve: rangeResolver(messages), shared: sharedResultKeys(messages) };
   for (let n = 0; n < chains.length; n++) {
     const chain = chains[n];
     const keys = chainLookupKeys(chain);

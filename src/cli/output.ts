@@ -17,6 +17,7 @@ import { Chalk, type ChalkInstance } from "chalk";
 import Table from "cli-table3";
 import stringWidth from "string-width";
 import { formatLabel, type SessionLabel } from "../session/label.js";
+import { jsonPieces } from "../util/json.js";
 import { cropAtWord } from "../util/text.js";
 import { fittedTable, outputWidth, type TableLayout } from "./table.js";
 
@@ -113,15 +114,28 @@ export class Output {
     this.stdout.write(this.clean(text.endsWith("\n") ? text : `${text}\n`, this.escapeOut));
   }
 
+  /**
+   * Text given in pieces, as {@link print} would write their concatenation (a newline added when it
+   * does not end with one), in chunks of about 1 MiB. A piece must not end between `\r` and `\n`
+   * nor inside a styled span (a transcript's message does neither).
+   */
+  printPieces(pieces: Iterable<string>): void {
+    const last = writeChunks(this.stdout, pieces, this.escapeOut ? (text) => this.clean(text, true) : undefined);
+    if (!last.endsWith("\n")) this.stdout.write("\n");
+  }
+
   /** Write text to stdout exactly as given (no newline added; escaped on a terminal). */
   write(text: string): void {
     this.stdout.write(this.clean(text, this.escapeOut));
   }
 
-  /** One JSON document on stdout. */
+  /**
+   * One JSON document on stdout: `JSON.stringify(value, null, 2)` and a newline, written in chunks
+   * of about 1 MiB so that a large document is never one string.
+   */
   printJson(value: unknown): void {
-    const json = `${JSON.stringify(value, null, 2)}\n`;
-    this.stdout.write(this.escapeOut ? escapeJsonForTerminal(json) : json);
+    writeChunks(this.stdout, jsonPieces(value), this.escapeOut ? escapeJsonForTerminal : undefined);
+    this.stdout.write("\n");
   }
 
   /** A warning on stderr, unless --quiet. */
@@ -191,6 +205,40 @@ export class Output {
     const text = table.toString();
     return this.escapeOut ? text.replaceAll("\x1b[", this.marker) : text;
   }
+}
+
+/** Bytes per write of {@link writeChunks}. */
+const CHUNK_BYTES = 1 << 20;
+
+/**
+ * Write text given in pieces as UTF-8, gathered into buffers of about 1 MiB (each piece encoded
+ * once, straight into the buffer; a piece larger than a buffer is written alone).
+ * @param transform applied to each piece first (escaping for a terminal)
+ * @returns the last piece written ("" when there was none)
+ */
+function writeChunks(stream: NodeJS.WritableStream, pieces: Iterable<string>, transform?: (text: string) => string): string {
+  let buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+  let used = 0;
+  let last = "";
+  const flush = () => {
+    if (used === 0) return;
+    stream.write(buffer.subarray(0, used));
+    // A stream that took the bytes at once (a file or pipe on Linux) holds nothing back: the buffer
+    // is free again. One that queued them keeps the buffer: take a fresh one.
+    if ((stream as { writableLength?: number }).writableLength !== 0) buffer = Buffer.allocUnsafe(CHUNK_BYTES);
+    used = 0;
+  };
+  for (const piece of pieces) {
+    const text = transform ? transform(piece) : piece;
+    if (text === "") continue;
+    last = text;
+    // At most 3 bytes per UTF-16 unit.
+    if (used + text.length * 3 > CHUNK_BYTES) flush();
+    if (text.length * 3 > CHUNK_BYTES) stream.write(text);
+    else used += buffer.write(text, used);
+  }
+  flush();
+  return last;
 }
 
 function colorLevel(stream: { isTTY?: boolean }): 0 | 1 | 2 | 3 {

@@ -18,17 +18,6 @@ import { collisionDiagnostics } from "./recovery.js";
 import { idleRunReport, type RunReport } from "./report.js";
 import type { SessionView } from "./view.js";
 
-export interface PendingWork {
-  /** Batches capture would hand to the flush. */
-  batches: number;
-  /** Closed chains older than the rolling window that have no chain entry yet. */
-  chains: number;
-  /** Render and occurrence-collision diagnostics not yet recorded as `context-prune-diagnostic` entries. */
-  diagnostics: number;
-  /** Tool results the render removes that no record recovers yet (the recovery index would take them). */
-  recoveries: number;
-}
-
 /**
  * Chains `run` would try to compress: the planner's own selection (closed, not yet compressed,
  * older than the rolling window, not waiting for the recovery grace window) over Pi's projection
@@ -46,24 +35,29 @@ export function pendingRecoveries(view: SessionView): number {
   const handler = view.rendered.handler;
   if (!handler) return 0;
   const { pruned } = handler;
-  const dropped = droppedResults(contextOccurrences(handler.items), pruned.phases[0]?.messages ?? pruned.messages, pruned.messages);
+  const dropped = droppedResults(contextOccurrences(handler.items), pruned.phases[0]?.messages ?? pruned.messages, pruned.messages, pruned.relocated);
   return recoveryRecords(dropped, view.indexer).length;
 }
 
-/** What a run would have to do on this session. */
-export function pendingWork(view: SessionView): PendingWork {
+/** Render and occurrence-collision diagnostics not yet recorded. */
+function pendingDiagnostics(view: SessionView): number {
   const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer).map((d) => ({ ...d, dedupKey: d.detail }));
-  return {
-    batches: view.capture.batches.length,
-    chains: pendingChains(view),
-    diagnostics: unrecordedDiagnostics(view.branch, [...view.rendered.diagnostics, ...collisions]).length,
-    recoveries: pendingRecoveries(view),
-  };
+  return unrecordedDiagnostics(view.branch, [...view.rendered.diagnostics, ...collisions]).length;
+}
+
+/**
+ * Whether a run would change what Pi sends or record anything: batches, chains or diagnostics to
+ * write, and (unless `recoveries` is false: a render does not change with them) results to index.
+ * Stops at the first kind of work found.
+ */
+export function hasPendingWork(view: SessionView, options: { recoveries?: boolean } = {}): boolean {
+  return (
+    view.capture.batches.length > 0 || pendingChains(view) > 0 || pendingDiagnostics(view) > 0 || (options.recoveries !== false && pendingRecoveries(view) > 0)
+  );
 }
 
 /** The report of a run that has nothing to do, or null when there is work (then plan as usual). */
 export function idleReport(view: SessionView): RunReport | null {
-  const work = pendingWork(view);
-  if (work.batches > 0 || work.chains > 0 || work.diagnostics > 0 || work.recoveries > 0) return null;
+  if (hasPendingWork(view)) return null;
   return idleRunReport(view.session.path, view.capture, view.rendered);
 }

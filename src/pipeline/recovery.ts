@@ -53,7 +53,7 @@ export function planRecovery(rendered: Rendered, indexer: ToolCallIndexer, confi
   if (!rendered.handler) return { entry: null, sidecars: [], recovered: [] };
   const { items, pruned } = rendered.handler;
   const occurrences = contextOccurrences(items);
-  const dropped = droppedResults(occurrences, pruned.phases[0]?.messages ?? pruned.messages, pruned.messages);
+  const dropped = droppedResults(occurrences, pruned.phases[0]?.messages ?? pruned.messages, pruned.messages, pruned.relocated);
   const pairs = recoveryRecords(dropped, indexer);
   const done = backfill(
     pairs.map((p) => p.record),

@@ -10,7 +10,7 @@ import type { AgentMessage } from "../session/types.js";
 import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
-import { pendingWork } from "./pending.js";
+import { hasPendingWork } from "./pending.js";
 import { planRun } from "./plan.js";
 import type { SessionView } from "./view.js";
 
@@ -58,8 +58,8 @@ async function renderExtension(view: SessionView, dryRun: SummarizerChoice | nul
  * @throws UsageError when the summarizer asked for cannot be used
  */
 export async function renderAfterRun(view: SessionView, choice: SummarizerChoice = { kind: "deterministic" }): Promise<Rendered> {
-  const work = pendingWork(view);
-  if (work.batches === 0 && work.chains === 0 && work.diagnostics === 0) return view.rendered;
+  // Recovery entries alone never change the render.
+  if (!hasPendingWork(view, { recoveries: false })) return view.rendered;
   const summarizer = await createSummarizer(choice, view.config, view.session);
   const plan = await planRun(view, {
     summarizer,

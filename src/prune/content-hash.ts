@@ -7,11 +7,10 @@ import { createHash } from "node:crypto";
 
 /** The seed's conservative normalization; internal whitespace and case are kept. */
 export function normalizeResult(text: string): string {
+  // Spaces and tabs before a "\n" or the end (the lines' ends once CRLF is LF), in one pass.
   return text
     .replace(/\r\n/g, "\n")
-    .split("\n")
-    .map((line) => line.replace(/[ \t]+$/, ""))
-    .join("\n")
+    .replace(/[ \t]+(?=\n|$)/g, "")
     .trim();
 }
 

@@ -47,11 +47,24 @@ export interface ContextOccurrences {
 /** The orphan sweep's pairing (render/orphan-sweep.ts): latest assistant message only, closed by any other message, answered once. */
 const SWEEP = { scope: "turn", between: "close", consume: true } as const;
 
+const read = new WeakMap<readonly ContextItem[], ContextOccurrences>();
+
 /**
- * Read the tool results of a projected context.
+ * Read the tool results of a projected context (once per items array: the capture, the quick
+ * check, the planner and the recovery index of one render share the reading; items are never
+ * changed after projection).
  * @param items Pi's projection of the branch (`projectContext(branch).items`)
  */
 export function contextOccurrences(items: readonly ContextItem[]): ContextOccurrences {
+  let occurrences = read.get(items);
+  if (!occurrences) {
+    occurrences = readOccurrences(items);
+    read.set(items, occurrences);
+  }
+  return occurrences;
+}
+
+function readOccurrences(items: readonly ContextItem[]): ContextOccurrences {
   const visible = items.filter((i) => i.message.role !== "system");
   const messages = visible.map((i) => i.message);
   const results: ResultOccurrence[] = [];

@@ -16,7 +16,7 @@
  * purge and keep a failed call's arguments in the context).
  */
 import { textOf } from "../context/projection.js";
-import { compressedChainId, firstUserText, occurrenceKey } from "../context/vocabulary.js";
+import { occurrenceKey } from "../context/vocabulary.js";
 import type { ToolCallRecord } from "../entries/types.js";
 import type { AgentMessage } from "../session/types.js";
 import { resultTextOf } from "./capture.js";
@@ -29,15 +29,19 @@ import type { ContextOccurrences, ResultOccurrence } from "./occurrences.js";
  * @param occurrences the tool results of the context (indices into the handler's view)
  * @param stubbed the stub-replace phase's output (aligned with the handler's view)
  * @param sent the render's final messages (before system messages are put back)
+ * @param relocated texts of the protected outputs the render moved into compressed-chain blocks
+ *   (such an output is still sent, verbatim)
  */
-export function droppedResults(occurrences: ContextOccurrences, stubbed: readonly AgentMessage[], sent: readonly AgentMessage[]): ResultOccurrence[] {
+export function droppedResults(
+  occurrences: ContextOccurrences,
+  stubbed: readonly AgentMessage[],
+  sent: readonly AgentMessage[],
+  relocated: ReadonlySet<string>,
+): ResultOccurrence[] {
   const survivors = new Set<AgentMessage>(sent);
-  const blocks = sent.filter((m) => compressedChainId(firstUserText(m)?.trimStart() ?? "") !== undefined).map((m) => firstUserText(m) ?? "");
   return occurrences.results.filter((r) => {
     if (survivors.has(r.message) || survivors.has(stubbed[r.index])) return false;
-    // A protected output inside a compressed chain is relocated into the block, verbatim.
-    const relocated = `>\n${textOf(r.message.content)}\n</protected-output>`;
-    return !blocks.some((text) => text.includes(relocated));
+    return relocated.size === 0 || !relocated.has(textOf(r.message.content));
   });
 }
 
@@ -56,7 +60,10 @@ export function isRecoverable(r: ResultOccurrence, indexer: Pick<ToolCallIndexer
   const text = resultTextOf(r.message);
   return keys.some((key) => {
     const record = indexer.getRecord(key);
-    return !!record && (record.contentHash ?? contentHash(record.toolName, record.resultText)) === contentHash(record.toolName, text);
+    if (!record) return false;
+    // The same text hashes the same: only a record whose text differs needs the hashes.
+    if (record.resultText === text && record.contentHash === undefined) return true;
+    return (record.contentHash ?? contentHash(record.toolName, record.resultText)) === contentHash(record.toolName, text);
   });
 }
 

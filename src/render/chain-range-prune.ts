@@ -84,6 +84,8 @@ interface Edits {
   droppedKeys: Set<string>;
   insertAfter: Map<number, UserMessage>;
   stripAt: Set<number>;
+  /** Texts of the protected outputs moved into the blocks inserted. */
+  relocated: Set<string>;
 }
 
 /** The body of a chain block: its range summary, else the per-batch summaries covering its dropped calls. */
@@ -128,6 +130,7 @@ function editRange(
     c.report({ kind: "range-id-mismatch", dedupKey: entry.blockId, detail: `blockId=${entry.blockId} recorded=${recorded.size} actual=${inRange.size}` });
   }
   if (!applied) {
+    for (const r of relocated) c.edits.relocated.add(r.text);
     const text = compressedChainText(entry, chainBody(entry, c.covering), relocated);
     c.edits.insertAfter.set(startIndex, { role: "user", content: [{ type: "text", text }], timestamp: entry.compressedAt });
   }
@@ -151,10 +154,11 @@ function dropCoveringSummaries(messages: AgentMessage[], edits: Edits): void {
 
 /**
  * Apply every chain entry of the index to `messages` (the output of the earlier phases).
- * Diagnostics found are pushed onto `diagnostics` (once per kind and key).
+ * Diagnostics found are pushed onto `diagnostics` (once per kind and key); the texts of the
+ * protected outputs moved into the inserted blocks are added to `relocated` when given.
  * @returns the same array when nothing changed (also on a second application of the same entries)
  */
-export function applyChainCompressions(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[]): AgentMessage[] {
+export function applyChainCompressions(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[], relocated?: Set<string>): AgentMessage[] {
   if (!ctx.config.chainCompression.enabled || ctx.indexer.chains.size === 0) return messages;
   const report: Report = (d) => {
     if (!diagnostics.some((x) => x.kind === d.kind && x.dedupKey === d.dedupKey)) diagnostics.push(d);
@@ -162,7 +166,14 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
   const accepted = acceptRanges(messages, ctx, report);
   if (accepted.length === 0) return messages;
 
-  const edits: Edits = { drop: new Set(), droppedIds: new Set(), droppedKeys: new Set(), insertAfter: new Map(), stripAt: new Set() };
+  const edits: Edits = {
+    drop: new Set(),
+    droppedIds: new Set(),
+    droppedKeys: new Set(),
+    insertAfter: new Map(),
+    stripAt: new Set(),
+    relocated: relocated ?? new Set(),
+  };
   let lastAssistant = -1;
   // Block ids whose synthetic message is already in the input (a second application).
   const present = new Set<string>();

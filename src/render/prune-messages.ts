@@ -20,6 +20,7 @@ import type { PhaseResult, PruneContext, PruneResult, RenderDiagnostic } from ".
 export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): PruneResult {
   const phases: PhaseResult[] = [];
   const diagnostics: RenderDiagnostic[] = [];
+  const relocated = new Set<string>();
 
   // Phase 1: stub-replace.
   let current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns);
@@ -30,7 +31,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   phases.push({ phase: "error-purge", messages: current });
 
   // Phase 3: chain-range prune.
-  current = applyChainCompressions(current, ctx, diagnostics);
+  current = applyChainCompressions(current, ctx, diagnostics, relocated);
   phases.push({ phase: "chain-range-prune", messages: current });
 
   // Phase 4: orphan sweep (always).
@@ -39,5 +40,5 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   current = swept.messages;
   phases.push({ phase: "orphan-sweep", messages: current });
 
-  return { messages: current, phases, diagnostics: dedupDiagnostics(diagnostics) };
+  return { messages: current, phases, diagnostics: dedupDiagnostics(diagnostics), relocated };
 }

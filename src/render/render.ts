@@ -57,16 +57,35 @@ export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
   const pruned = pruneMessages(visible, ctx);
   const { messages, phases, diagnostics } = pruned;
   const sent = restoreSystemMessages(projected, visible, messages);
-  return {
-    before: convertToLlm(projected),
+  // The converted lists are made when first read: most commands read one of them, or none.
+  const rendered = {
     beforeAgent: projected,
-    after: convertToLlm(sent),
     afterAgent: sent,
-    phases: phases.map((p) => {
-      const agentMessages = restoreSystemMessages(projected, visible, p.messages);
-      return { phase: p.phase, messages: convertToLlm(agentMessages), agentMessages };
-    }),
+    phases: phases.map((p) =>
+      lazily({ phase: p.phase, agentMessages: restoreSystemMessages(projected, visible, p.messages) }, "messages", (x) => convertToLlm(x.agentMessages)),
+    ),
     diagnostics,
     handler: { items: visible === projected ? items : items.filter((i) => i.message.role !== "system"), pruned },
   };
+  return lazily(
+    lazily(rendered, "before", () => convertToLlm(projected)),
+    "after",
+    () => convertToLlm(sent),
+  );
+}
+
+/** `target` with a property `key` computed by `make` when first read, then kept. */
+function lazily<T extends object, K extends string, V>(target: T, key: K, make: (target: T) => V): T & Record<K, V> {
+  let value: V | undefined;
+  let made = false;
+  return Object.defineProperty(target, key, {
+    enumerable: true,
+    get: () => {
+      if (!made) {
+        value = make(target);
+        made = true;
+      }
+      return value as V;
+    },
+  }) as T & Record<K, V>;
 }

@@ -62,61 +62,74 @@ function indent(text: string, prefix: string): string {
  * @returns the transcript, messages separated by blank lines
  */
 export function formatTranscript(messages: AgentMessage[], c: ChalkInstance): string {
-  const out: string[] = [];
+  return [...transcriptPieces(messages, c)].join("");
+}
+
+/**
+ * {@link formatTranscript} one message at a time: each piece is one message's lines and a newline,
+ * preceded by the blank line that separates it from the one before (so a piece never ends inside a
+ * line, and the pieces joined are the transcript).
+ */
+export function* transcriptPieces(messages: AgentMessage[], c: ChalkInstance): Generator<string> {
   let n = 0;
   for (const original of messages) {
     const m: Message | undefined = toLlmMessage(original);
     if (!m) continue;
     n++;
-    const num = c.dim(`#${n}`);
-    switch (m.role) {
-      case "system": {
-        out.push(`${num} ${c.bold.magenta("system")}`);
-        out.push(contentText(m.content));
-        break;
-      }
-      case "user": {
-        const text = contentText(m.content);
-        const from = origin(original);
-        const chain = compressedChainId(text);
-        const tags: string[] = [];
-        if (from) tags.push(from.pruner ? c.cyan(`[${from.label}]`) : c.dim(`(${from.label})`));
-        if (chain !== undefined) tags.push(c.cyan(`[compressed chain ${chain}]`));
-        out.push([`${num} ${c.bold.green("user")}`, ...tags].join(" "));
-        out.push(from?.pruner || chain !== undefined ? c.cyan(text) : text);
-        break;
-      }
-      case "assistant": {
-        const stop = m.stopReason && m.stopReason !== "stop" && m.stopReason !== "toolUse" ? ` ${c.red(`(${m.stopReason})`)}` : "";
-        out.push(`${num} ${c.bold.blue("assistant")} ${c.dim(`${m.provider ?? "?"}/${m.model ?? "?"}`)}${stop}`);
-        for (const block of m.content ?? []) {
-          if (block?.type === "thinking") {
-            const signed = block.thinkingSignature ? ", signed" : "";
-            const redacted = (block as { redacted?: boolean }).redacted ? ", redacted" : "";
-            // A damaged file may hold a thinking block without its text: shown as 0 chars.
-            const thinking = typeof block.thinking === "string" ? block.thinking : "";
-            out.push(c.dim(`[thinking, ${thinking.length} chars${signed}${redacted}]`));
-            if (thinking) out.push(c.dim(indent(thinking, "  ")));
-          } else if (block?.type === "toolCall") {
-            const purged = isPurgedArguments(block.arguments);
-            const head = `${c.yellow("→ call")} ${block.name} ${c.dim(block.id)}${purged ? ` ${c.cyan("[purged args]")}` : ""}`;
-            out.push(`${head} ${purged ? c.cyan(JSON.stringify(block.arguments)) : JSON.stringify(block.arguments)}`);
-          } else out.push(blockText(block));
-        }
-        break;
-      }
-      case "toolResult": {
-        const text = contentText(m.content);
-        const stub = isStubText(text);
-        const tags: string[] = [];
-        if (m.isError) tags.push(c.red("error"));
-        if (stub) tags.push(c.cyan(`[stub ${stubRef(text) ?? "?"}]`));
-        out.push([`${num} ${c.bold.yellow("toolResult")} ${m.toolName} ${c.dim(m.toolCallId)}`, ...tags].join(" "));
-        out.push(stub ? c.cyan(text) : text);
-        break;
-      }
-    }
-    out.push("");
+    yield `${n === 1 ? "" : "\n"}${messageLines(original, m, n, c).join("\n")}\n`;
   }
-  return out.join("\n");
+}
+
+/** The lines of one message of the transcript. */
+function messageLines(original: AgentMessage, m: Message, n: number, c: ChalkInstance): string[] {
+  const out: string[] = [];
+  const num = c.dim(`#${n}`);
+  switch (m.role) {
+    case "system": {
+      out.push(`${num} ${c.bold.magenta("system")}`);
+      out.push(contentText(m.content));
+      break;
+    }
+    case "user": {
+      const text = contentText(m.content);
+      const from = origin(original);
+      const chain = compressedChainId(text);
+      const tags: string[] = [];
+      if (from) tags.push(from.pruner ? c.cyan(`[${from.label}]`) : c.dim(`(${from.label})`));
+      if (chain !== undefined) tags.push(c.cyan(`[compressed chain ${chain}]`));
+      out.push([`${num} ${c.bold.green("user")}`, ...tags].join(" "));
+      out.push(from?.pruner || chain !== undefined ? c.cyan(text) : text);
+      break;
+    }
+    case "assistant": {
+      const stop = m.stopReason && m.stopReason !== "stop" && m.stopReason !== "toolUse" ? ` ${c.red(`(${m.stopReason})`)}` : "";
+      out.push(`${num} ${c.bold.blue("assistant")} ${c.dim(`${m.provider ?? "?"}/${m.model ?? "?"}`)}${stop}`);
+      for (const block of m.content ?? []) {
+        if (block?.type === "thinking") {
+          const signed = block.thinkingSignature ? ", signed" : "";
+          const redacted = (block as { redacted?: boolean }).redacted ? ", redacted" : "";
+          // A damaged file may hold a thinking block without its text: shown as 0 chars.
+          const thinking = typeof block.thinking === "string" ? block.thinking : "";
+          out.push(c.dim(`[thinking, ${thinking.length} chars${signed}${redacted}]`));
+          if (thinking) out.push(c.dim(indent(thinking, "  ")));
+        } else if (block?.type === "toolCall") {
+          const purged = isPurgedArguments(block.arguments);
+          const head = `${c.yellow("→ call")} ${block.name} ${c.dim(block.id)}${purged ? ` ${c.cyan("[purged args]")}` : ""}`;
+          out.push(`${head} ${purged ? c.cyan(JSON.stringify(block.arguments)) : JSON.stringify(block.arguments)}`);
+        } else out.push(blockText(block));
+      }
+      break;
+    }
+    case "toolResult": {
+      const text = contentText(m.content);
+      const stub = isStubText(text);
+      const tags: string[] = [];
+      if (m.isError) tags.push(c.red("error"));
+      if (stub) tags.push(c.cyan(`[stub ${stubRef(text) ?? "?"}]`));
+      out.push([`${num} ${c.bold.yellow("toolResult")} ${m.toolName} ${c.dim(m.toolCallId)}`, ...tags].join(" "));
+      out.push(stub ? c.cyan(text) : text);
+      break;
+    }
+  }
+  return out;
 }

@@ -34,4 +34,6 @@ export interface PruneResult {
   phases: PhaseResult[];
   /** Deduplicated per (kind, dedupKey), in the order found. */
   diagnostics: RenderDiagnostic[];
+  /** Texts of the protected outputs the chain phase moved into compressed-chain blocks. */
+  relocated: ReadonlySet<string>;
 }

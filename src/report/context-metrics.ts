@@ -92,8 +92,12 @@ export function computeContextMetrics(
 ): ContextMetrics {
   if (messages.length === 0) return { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 };
   const measure = options.measure ?? extensionMeasure();
-  const sizes = messages.map((m) => measure.chars(m));
-  const total = sizes.reduce((a, b) => a + b, 0);
+  // prefix[i]: the size of messages[0, i), so that a span's size costs O(1).
+  const prefix = new Float64Array(messages.length + 1);
+  messages.forEach((m, i) => {
+    prefix[i + 1] = prefix[i] + measure.chars(m);
+  });
+  const total = prefix[messages.length];
   const openStart = openSegmentStart(messages);
 
   const thinking: ThinkingBlock[] = [];
@@ -103,13 +107,12 @@ export function computeContextMetrics(
     for (const b of m.content) if (b?.type === "thinking") thinking.push(b);
   }
 
-  let largest = 0;
-  for (let i = openStart; i < messages.length; i++) largest += sizes[i];
+  let largest = total - prefix[openStart];
+  const spanOf = chainSpanFinder(messages);
   for (const chain of detectChains(messages, isProtected)) {
-    const range = chainSpan(messages, chain.startUserTimestamp, chain.finalAssistantTimestamp);
+    const range = spanOf(chain.startUserTimestamp, chain.finalAssistantTimestamp);
     if (!range) continue;
-    let sum = 0;
-    for (let i = range.start; i <= range.end; i++) sum += sizes[i];
+    const sum = prefix[range.end + 1] - prefix[range.start];
     if (sum > largest) largest = sum;
   }
 
@@ -187,17 +190,51 @@ function frontierGap(
  * message, or the last message.
  */
 export function chainSpan(messages: AgentMessage[], startUserTimestamp: number, finalAssistantTimestamp: number | null): { start: number; end: number } | null {
-  const start = messages.findIndex((m) => m.role === "user" && m.timestamp === startUserTimestamp);
-  if (start < 0) return null;
-  if (finalAssistantTimestamp !== null) {
-    for (let i = start; i < messages.length; i++) {
-      const m = messages[i];
-      if (m.role === "assistant" && m.timestamp === finalAssistantTimestamp) return { start, end: i };
+  return chainSpanFinder(messages)(startUserTimestamp, finalAssistantTimestamp);
+}
+
+/**
+ * {@link chainSpan} for many chains over one message list: user and assistant messages are indexed
+ * by timestamp once, so finding k chains costs O(n + k log n) instead of O(n · k). Same rules.
+ */
+export function chainSpanFinder(
+  messages: AgentMessage[],
+): (startUserTimestamp: number, finalAssistantTimestamp: number | null) => { start: number; end: number } | null {
+  const firstUser = new Map<unknown, number>();
+  const assistants = new Map<unknown, number[]>();
+  const nextUser = new Int32Array(messages.length + 1).fill(-1);
+  for (let i = messages.length - 1; i >= 0; i--) nextUser[i] = messages[i].role === "user" ? i : nextUser[i + 1];
+  messages.forEach((m, i) => {
+    if (m.role === "user" && !firstUser.has(m.timestamp)) firstUser.set(m.timestamp, i);
+    else if (m.role === "assistant") {
+      const list = assistants.get(m.timestamp);
+      if (list) list.push(i);
+      else assistants.set(m.timestamp, [i]);
     }
-    return null;
+  });
+  return (startUserTimestamp, finalAssistantTimestamp) => {
+    const start = firstUser.get(startUserTimestamp);
+    if (start === undefined) return null;
+    if (finalAssistantTimestamp !== null) {
+      const list = assistants.get(finalAssistantTimestamp) ?? [];
+      const end = list[lowerBound(list, start)];
+      return end === undefined ? null : { start, end };
+    }
+    const next = nextUser[start + 1];
+    return { start, end: next < 0 ? messages.length - 1 : next - 1 };
+  };
+}
+
+/** The first position in the ascending `list` whose value is ≥ `x` (`list.length` when none is). */
+function lowerBound(list: number[], x: number): number {
+  let lo = 0;
+  let hi = list.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (list[mid] < x) lo = mid + 1;
+    else hi = mid;
   }
-  for (let i = start + 1; i < messages.length; i++) if (messages[i].role === "user") return { start, end: i - 1 };
-  return { start, end: messages.length - 1 };
+  return lo;
 }
 
 /** The messages the metrics read: message entries and custom messages of the branch, in order. */

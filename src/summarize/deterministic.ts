@@ -67,7 +67,8 @@ export function keyArgument(args: unknown): string | undefined {
 
 function lineCount(text: string): number {
   if (text === "") return 0;
-  const n = text.split("\n").length;
+  let n = 1;
+  for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) n++;
   return text.endsWith("\n") ? n - 1 : n;
 }
 
@@ -86,10 +87,11 @@ const KINDS = ["reason", "errors", "totals", "paths", "matches"] as const;
  * Everything worth keeping from one output, verbatim (cut at a word boundary), without repeats:
  * a failure's reason, error lines, totals, file paths (not of a file read's contents), and for
  * search output its first matches. The contents of a successful file read keep nothing.
+ * @param stripped the output without control characters, when the caller has it (`stripControl`)
  */
-export function callNotes(call: SummaryCall): CallNotes {
+export function callNotes(call: SummaryCall, stripped?: string): CallNotes {
   const notes: CallNotes = { reason: [], errors: [], totals: [], paths: [], matches: [] };
-  const text = stripControl(call.resultText);
+  const text = stripped ?? stripControl(call.resultText);
   if (text.trim() === "") return notes;
   const seen = new Set<string>();
   const keep = (list: string[], line: string, max: number) => {
@@ -118,9 +120,9 @@ export function notableLines(call: SummaryCall): string[] {
 }
 
 /** A short output, whole, on one line (lines joined by ⏎), or undefined when it is not short. */
-function shortOutput(call: SummaryCall): string | undefined {
+function shortOutput(call: SummaryCall, stripped: string): string | undefined {
   if (call.spilledBytes !== undefined) return undefined;
-  const text = stripControl(call.resultText).trim();
+  const text = stripped.trim();
   if (text === "" || text.length > SHORT_OUTPUT_CHARS) return undefined;
   const lines = text.split("\n").map((l) => l.replace(/\s+/g, " ").trim());
   return lines.length > SHORT_OUTPUT_LINES ? undefined : lines.filter((l) => l !== "").join(" ⏎ ");
@@ -130,11 +132,10 @@ function shortOutput(call: SummaryCall): string | undefined {
  * The line that opens a call's bullet: label, tool, key argument, status, exit code, and either
  * the whole output when it is short or its size.
  */
-function header(call: SummaryCall, label: string): string {
+function header(call: SummaryCall, label: string, short: string | undefined): string {
   const arg = keyArgument(call.args);
   const exit = exitStatus(stripControl(call.resultText.slice(-4000)));
   const status = call.isError ? "ERROR" : "OK";
-  const short = shortOutput(call);
   const lines = lineCount(call.resultText);
   const size =
     call.spilledBytes !== undefined
@@ -169,9 +170,12 @@ export function summarizeDeterministically(batch: SummaryBatch, options: Determi
   const label = options.label ?? ((i: number, c: SummaryCall) => `[[${i + 1}:${c.toolName}]]`);
   const raw = batch.calls.reduce((n, c) => n + c.resultText.length, 0);
   let room = raw - (options.reserve ?? FOOTER_ALLOWANCE + FOOTER_PER_CALL * batch.calls.length);
-  const heads = batch.calls.map((c, i) => header(c, label(i, c)));
+  // Each output without control characters, once.
+  const stripped = batch.calls.map((c) => stripControl(c.resultText));
+  const shorts = batch.calls.map((c, i) => shortOutput(c, stripped[i]));
+  const heads = batch.calls.map((c, i) => header(c, label(i, c), shorts[i]));
   // A short output is quoted whole in its header: nothing more to keep.
-  const notes = batch.calls.map((c) => (shortOutput(c) === undefined ? callNotes(c) : callNotes({ ...c, resultText: "" })));
+  const notes = batch.calls.map((c, i) => (shorts[i] === undefined ? callNotes(c, stripped[i]) : callNotes({ ...c, resultText: "" }, "")));
   const kept: CallNotes[] = batch.calls.map(() => ({ reason: [], errors: [], totals: [], paths: [], matches: [] }));
   room -= heads.reduce((n, h) => n + h.length, 0) + heads.length - 1;
   // Kind by kind; inside a kind, the k-th item of every call before the (k+1)-th of any.

@@ -6,15 +6,11 @@
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
-import { budgetSession } from "../../pipeline/budget.js";
-import { renderAfterRun } from "../../pipeline/render.js";
-import { sessionView } from "../../pipeline/view.js";
 import { budgetChart } from "../../report/budget-chart.js";
 import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
 import { MAX_BUDGET_WINDOW } from "../../report/budget.js";
 import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
-import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
 import { n as count, percentChange } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
@@ -67,6 +63,13 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const reserveTokens = tokensFlag("--reserve-tokens", options.reserveTokens);
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
     if (files.length !== 1) throw new UsageError(`budget takes one session; ${files.length} were given`);
+    // Loaded when the command runs (pi-ai's model registry is large): start-up stays small.
+    const [{ budgetSession }, { renderAfterRun }, { sessionView }, { formatWarning, openSession }] = await Promise.all([
+      import("../../pipeline/budget.js"),
+      import("../../pipeline/render.js"),
+      import("../../pipeline/view.js"),
+      import("../../session/open.js"),
+    ]);
     const session = await openSession(files[0], "read");
     await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));

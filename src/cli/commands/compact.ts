@@ -6,11 +6,9 @@
  * (`--jobs`; worker threads for the zero-model path); one failing file never stops the others.
  */
 import { Option, type Command } from "commander";
-import { CompactionModels } from "../../compact/model.js";
 import type { CompactionSettings } from "../../compact/settings.js";
-import { COMPACT_SESSION_MODULE, compactSession, type CompactSessionOptions } from "../../pipeline/compact.js";
+import type { CompactSessionOptions } from "../../pipeline/compact.js";
 import type { CompactFileResult } from "../../pipeline/compact-report.js";
-import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
@@ -128,7 +126,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     const task = sessionOptions(options);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
-    if (task.output !== undefined) await checkOutputPath(task.output, files, "compact it in place");
+    if (task.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(task.output, files, "compact it in place");
     const interrupt = interruptOnSigint();
     let outcomes: FileOutcome<CompactFileResult>[];
     try {
@@ -168,6 +166,11 @@ async function compactAll(
   out: Output,
   signal: AbortSignal,
 ): Promise<FileOutcome<CompactFileResult>[]> {
+  // Loaded when the command runs (pi-ai's model registry is large): start-up stays small.
+  const [{ CompactionModels }, { COMPACT_SESSION_MODULE, compactSession }] = await Promise.all([
+    import("../../compact/model.js"),
+    import("../../pipeline/compact.js"),
+  ]);
   const models = task.summarizer.kind === "llm" ? new CompactionModels(task.summarizer) : undefined;
   const spinner = files.length === 1 && models ? out.spinner("compacting") : null;
   const onProgress = spinner

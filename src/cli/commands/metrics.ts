@@ -15,7 +15,7 @@ import type { SessionMetrics } from "../../report/session-metrics.js";
 import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
-import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
+import type { MetricsTaskOptions } from "../metrics-task.js";
 import { n as fmt, percentChange, shortCount } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
@@ -91,6 +91,8 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const taskOptions: MetricsTaskOptions = { config, tokenizer: (options.tokenizer ?? "chars4") as TokenizerName };
     const files = await resolveSessionArgs(args);
     await warnIgnoredProjectSettings(out, files);
+    // Loaded when the command runs: start-up and the other commands do not pay for it.
+    const { METRICS_TASK_MODULE, metricsTask } = await import("../metrics-task.js");
     const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
       module: METRICS_TASK_MODULE,
       fn: "metricsTask",

@@ -5,13 +5,11 @@
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
-import { type RenderAs, renderAfterRun, renderSession, sentMessages } from "../../pipeline/render.js";
-import { sessionView } from "../../pipeline/view.js";
+import type { RenderAs } from "../../pipeline/render.js";
 import type { Rendered } from "../../render/render.js";
-import { formatTranscript } from "../../render/transcript.js";
+import { transcriptPieces } from "../../render/transcript.js";
 import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
-import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
 import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
 import { n, percentChange } from "../format.js";
@@ -54,6 +52,12 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const config = loadConfig(configSources(options));
     const files = await resolveSessionArgs(sessionArg ? [sessionArg] : []);
     if (files.length !== 1) throw new UsageError(`render takes one session; ${sessionArg} names ${files.length} files`);
+    // Loaded when the command runs: start-up and the other commands do not pay for them.
+    const [{ renderAfterRun, renderSession, sentMessages }, { sessionView }, { formatWarning, openSession }] = await Promise.all([
+      import("../../pipeline/render.js"),
+      import("../../pipeline/view.js"),
+      import("../../session/open.js"),
+    ]);
     const session = await openSession(files[0], "read");
     await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
@@ -66,32 +70,22 @@ export function registerRender(program: Command, _exit: ExitState): void {
       const off = await extensionOffWarning([session.path], "render");
       if (off) out.warn(off);
     }
-    const stats = renderStats(rendered);
-    // The one "before → after" (as `run`, `metrics` and `budget` print it): the context Pi sends
-    // now, and after `run` — the --dry-run plan when there is one, else a deterministic plan.
-    const wantsContext = options.json || options.stats;
-    const after = dryRun ? rendered : wantsContext ? await renderAfterRun(view.fork()) : rendered;
-    const context = { before: contextSize(sentMessages(view.rendered, options.as)), after: contextSize(sentMessages(after, options.as)) };
-    const label = sessionLabel(session);
-    if (options.json) {
-      out.printJson({
-        session: session.path,
-        label,
-        dryRun: !!options.dryRun,
-        as: options.as,
-        context,
-        messages: rendered.after,
-        stats,
-        diagnostics: rendered.diagnostics,
-      });
-      return;
-    }
-    if (options.stats && options.format === "json") {
-      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, as: options.as, context, stats });
-    } else if (options.stats) {
-      out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as: options.as }, out));
+    if (options.json || options.stats) {
+      // The one "before → after" (as `run`, `metrics` and `budget` print it): the context Pi sends
+      // now, and after `run` — the --dry-run plan when there is one, else a deterministic plan.
+      const after = dryRun ? rendered : await renderAfterRun(view.fork());
+      const context = { before: contextSize(sentMessages(view.rendered, options.as)), after: contextSize(sentMessages(after, options.as)) };
+      const stats = renderStats(rendered);
+      const label = sessionLabel(session);
+      const head = { session: session.path, label, dryRun: !!options.dryRun, as: options.as, context };
+      if (options.json) {
+        out.printJson({ ...head, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
+        return;
+      }
+      if (options.format === "json") out.printJson({ ...head, stats });
+      else out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as: options.as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
-    else out.print(formatTranscript(rendered.afterAgent, out.c));
+    else out.printPieces(transcriptPieces(rendered.afterAgent, out.c));
     for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
   });
 }

@@ -6,9 +6,8 @@
 import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
-import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions } from "../../pipeline/run.js";
+import type { RunFileResult, RunHooks, RunSessionOptions } from "../../pipeline/run.js";
 import type { FlushProgress } from "../../prune/flush.js";
-import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { UsageError } from "../../util/errors.js";
@@ -61,6 +60,8 @@ export function registerRun(program: Command, exit: ExitState): void {
     const files = await resolveSessionArgs(args).catch((error: unknown) => {
       throw mistypedCommand(program, args, error);
     });
+    // Loaded when the command runs: start-up and the other commands do not pay for them.
+    const [{ runSession }, { checkOutputPath }] = await Promise.all([import("../../pipeline/run.js"), import("../../session/commit.js")]);
     if (options.output !== undefined) await checkOutputPath(options.output, files);
     await warnIgnoredProjectSettings(out, files);
     // What run writes shrinks Pi's context only with the extension switched on.
