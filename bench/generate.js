@@ -71,9 +71,10 @@ function copyMessage(m, shiftMs, suffix) {
 /**
  * Write a session of about `targetBytes` to `dest` (Pi's v3 layout, one linear branch): the turns
  * of `sources` in rotation, each copy shifted one day after the previous one.
+ * @param options.copies write exactly this many copies instead (targetBytes is then ignored)
  * @returns bytes written, copies made, entries written
  */
-export function buildSession(sources, dest, targetBytes, { sessionId = "0199c0de-0000-7000-8000-00000000be01" } = {}) {
+export function buildSession(sources, dest, targetBytes, { sessionId = "0199c0de-0000-7000-8000-00000000be01", copies: exactly } = {}) {
   let counter = 0x10000000;
   const fresh = () => (counter++).toString(16);
   const fd = openSync(dest, "w");
@@ -84,7 +85,7 @@ export function buildSession(sources, dest, targetBytes, { sessionId = "0199c0de
   try {
     const header = { type: "session", version: 3, id: sessionId, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/bench/project" };
     written += writeSync(fd, `${JSON.stringify(header)}\n`);
-    while (written < targetBytes) {
+    while (exactly === undefined ? written < targetBytes : copies < exactly) {
       const source = sources[copies % sources.length];
       const copy = copyEntries(source.entries, fresh, lastId, copies * DAY_MS, `-c${copies}`);
       written += writeSync(fd, copy.text);

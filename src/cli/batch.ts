@@ -27,15 +27,22 @@ export interface FileOutcome<T> {
   error?: string;
   /** Exit code the failure asks for (1 runtime, 2 unusable input). */
   exitCode?: number;
+  /** Warnings given before the failure (when the work kept them, as `warnings` on the error). */
+  warnings?: string[];
 }
 
-/** Per-file work a worker thread can run: `import(module)[fn](path, options)`. */
+/** Per-file work a worker thread can run: `import(module)[fn](path, options, { signal })`. */
 export interface RemoteTask {
   /** `import.meta.url`-style URL of the module exporting `fn`. */
   module: string;
   fn: string;
   /** Structured-cloneable options passed as the second argument. */
   options: unknown;
+}
+
+/** What the per-file work gets besides the path: the signal Ctrl-C aborts. */
+export interface TaskContext {
+  signal?: AbortSignal;
 }
 
 /**
@@ -78,10 +85,15 @@ export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): { results: T[]; fa
   return { results, failures };
 }
 
-/** A failure as an outcome: CondenseErrors keep their message and code, others are prefixed with the path. */
-export function failureOf(path: string, error: unknown): { error: string; exitCode: number } {
-  if (error instanceof CondenseError) return { error: error.message, exitCode: error.exitCode };
-  return { error: `${path}: ${(error as Error)?.message ?? String(error)}`, exitCode: 1 };
+/**
+ * A failure as an outcome: CondenseErrors keep their message and code, others are prefixed with
+ * the path; warnings the work kept on the error (`warnings`) come along.
+ */
+export function failureOf(path: string, error: unknown): { error: string; exitCode: number; warnings?: string[] } {
+  const kept = (error as { warnings?: unknown } | null)?.warnings;
+  const warnings = Array.isArray(kept) && kept.length > 0 ? { warnings: kept.map(String) } : {};
+  if (error instanceof CondenseError) return { error: error.message, exitCode: error.exitCode, ...warnings };
+  return { error: `${path}: ${(error as Error)?.message ?? String(error)}`, exitCode: 1, ...warnings };
 }
 
 const WORKER_URL = new URL("./worker.js", import.meta.url);
@@ -92,43 +104,76 @@ export function workerPoolAvailable(task: RemoteTask | undefined): task is Remot
   return !!task && import.meta.url.endsWith(".js") && task.module.endsWith(".js") && existsSync(fileURLToPath(WORKER_URL));
 }
 
+/** How {@link forEachSession} runs the work and reports each file. */
+export interface BatchOptions<T> {
+  /** Files at most at once (`--jobs`). */
+  jobs: number;
+  /** The progress line's label (`condensing`, `metrics`, …). */
+  label: string;
+  /** The work in this thread. */
+  work: (path: string, context: TaskContext) => Promise<T>;
+  /** The same work for worker threads (CPU-bound work only gets faster on several cores that way). */
+  remote?: RemoteTask;
+  /** Aborted by Ctrl-C: passed to the work here and to every worker. */
+  signal?: AbortSignal;
+  /** Each file's outcome as soon as it is known (in the order files finish). */
+  onOutcome?: (outcome: FileOutcome<T>, index: number) => void;
+  /** Each file's outcome in input order, as soon as it and every file before it are known. */
+  onOrdered?: (outcome: FileOutcome<T>, index: number) => void;
+}
+
 /**
- * Run `work` over every file with at most `jobs` at once; results come back in input order.
+ * Run the work over every file with at most `jobs` at once; results come back in input order.
  * Failures are caught per file and reported in the outcome. With `remote` and `jobs` > 1 the work
- * is shared between this thread (`work`) and worker threads (`remote`), which must compute the same.
+ * is shared between this thread and `jobs − 1` worker threads, which must compute the same.
  */
-export async function forEachSession<T>(
-  files: string[],
-  jobs: number,
-  out: Output,
-  label: string,
-  work: (path: string) => Promise<T>,
-  remote?: RemoteTask,
-): Promise<FileOutcome<T>[]> {
-  const progress = new Progress(out, label, files.length);
+export async function forEachSession<T>(files: string[], out: Output, options: BatchOptions<T>): Promise<FileOutcome<T>[]> {
+  const progress = new Progress(out, options.label, files.length);
+  const deliver = orderedDelivery(files.length, options);
   try {
-    if (jobs > 1 && files.length > 1 && workerPoolAvailable(remote)) {
-      return await runInWorkers<T>(files, Math.min(jobs, files.length), remote, work, progress);
+    if (options.jobs > 1 && files.length > 1 && workerPoolAvailable(options.remote)) {
+      return await runInWorkers<T>(files, Math.min(options.jobs, files.length), options.remote, options, progress, deliver);
     }
-    const limit = pLimit(jobs);
+    const limit = pLimit(options.jobs);
     return await Promise.all(
-      files.map((path) =>
+      files.map((path, i) =>
         limit(async (): Promise<FileOutcome<T>> => {
           progress.start(path);
-          try {
-            const result = await work(path);
-            progress.finish(path, false);
-            return { path, result };
-          } catch (error) {
-            progress.finish(path, true);
-            return { path, ...failureOf(path, error) };
-          }
+          const outcome = await attempt(path, options.work, options.signal);
+          progress.finish(path, outcome.error !== undefined);
+          deliver(outcome, i);
+          return outcome;
         }),
       ),
     );
   } finally {
     progress.stop();
   }
+}
+
+/** Run the work on one file; a failure becomes the outcome. */
+async function attempt<T>(path: string, work: BatchOptions<T>["work"], signal: AbortSignal | undefined): Promise<FileOutcome<T>> {
+  try {
+    return { path, result: await work(path, { signal }) };
+  } catch (error) {
+    return { path, ...failureOf(path, error) };
+  }
+}
+
+/** Hands each outcome to `onOutcome` at once and to `onOrdered` in input order. */
+function orderedDelivery<T>(count: number, options: BatchOptions<T>): (outcome: FileOutcome<T>, index: number) => void {
+  const waiting = new Map<number, FileOutcome<T>>();
+  let next = 0;
+  return (outcome, index) => {
+    options.onOutcome?.(outcome, index);
+    if (!options.onOrdered) return;
+    waiting.set(index, outcome);
+    while (next < count && waiting.has(next)) {
+      const ready = waiting.get(next) as FileOutcome<T>;
+      waiting.delete(next);
+      options.onOrdered(ready, next++);
+    }
+  };
 }
 
 /** The spinner line: `label done/total, N failed — current file`. Only for several files on a TTY. */
@@ -183,28 +228,37 @@ class Progress {
 type WorkerMessage =
   | { type: "start"; id: number }
   | { type: "result"; id: number; result: unknown }
-  | { type: "failure"; id: number; error: string; exitCode: number }
+  | { type: "failure"; id: number; error: string; exitCode: number; warnings?: string[] }
   | { type: "done" };
 
 /**
  * The pool: `size - 1` worker threads plus this thread take file indices from one shared atomic
  * counter until the list is exhausted, so no executor waits for another to hand it work (this
- * thread's own work only delays the delivery of results, not the workers).
+ * thread's own work only delays the delivery of results, not the workers). Ctrl-C (`signal`) is
+ * passed on to every worker.
  */
 async function runInWorkers<T>(
   files: string[],
   size: number,
   task: RemoteTask,
-  work: (path: string) => Promise<T>,
+  options: BatchOptions<T>,
   progress: Progress,
+  deliver: (outcome: FileOutcome<T>, index: number) => void,
 ): Promise<FileOutcome<T>[]> {
   const outcomes: FileOutcome<T>[] = new Array(files.length);
   const counter = new Int32Array(new SharedArrayBuffer(4));
   const take = () => Atomics.add(counter, 0, 1);
+  const settle = (i: number, outcome: FileOutcome<T>) => {
+    outcomes[i] = outcome;
+    progress.finish(files[i], outcome.error !== undefined);
+    deliver(outcome, i);
+  };
 
   const runWorker = (): Promise<void> =>
     new Promise((resolve) => {
       const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options, files, counter } });
+      const abort = () => worker.postMessage({ type: "abort" });
+      options.signal?.addEventListener("abort", abort, { once: true });
       let current = -1;
       worker.on("message", (message: WorkerMessage) => {
         if (message.type === "start") {
@@ -212,9 +266,9 @@ async function runInWorkers<T>(
           progress.start(files[current]);
         } else if (message.type === "result" || message.type === "failure") {
           const path = files[message.id];
-          outcomes[message.id] = message.type === "result" ? { path, result: message.result as T } : { path, error: message.error, exitCode: message.exitCode };
-          progress.finish(path, message.type === "failure");
           current = -1;
+          const { error, exitCode, warnings } = message.type === "failure" ? message : { error: "", exitCode: 1, warnings: undefined };
+          settle(message.id, message.type === "result" ? { path, result: message.result as T } : { path, error, exitCode, ...(warnings ? { warnings } : {}) });
         } else void worker.terminate();
       });
       // A crashed worker loses its current file; it is run again here after the others.
@@ -222,20 +276,16 @@ async function runInWorkers<T>(
         if (current >= 0) progress.finish(files[current], false);
         current = -1;
       });
-      worker.on("exit", () => resolve());
+      worker.on("exit", () => {
+        options.signal?.removeEventListener("abort", abort);
+        resolve();
+      });
     });
 
   const runHere = async (): Promise<void> => {
     for (let i = take(); i < files.length; i = take()) {
-      const path = files[i];
-      progress.start(path);
-      try {
-        outcomes[i] = { path, result: await work(path) };
-        progress.finish(path, false);
-      } catch (error) {
-        outcomes[i] = { path, ...failureOf(path, error) };
-        progress.finish(path, true);
-      }
+      progress.start(files[i]);
+      settle(i, await attempt(files[i], options.work, options.signal));
       // Let the workers' messages (and the spinner) through between files.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -243,13 +293,6 @@ async function runInWorkers<T>(
 
   await Promise.all([...Array.from({ length: size - 1 }, runWorker), runHere()]);
   // Files a crashed worker had taken run here, one by one, so nothing is lost.
-  for (let i = 0; i < files.length; i++) {
-    if (outcomes[i]) continue;
-    try {
-      outcomes[i] = { path: files[i], result: await work(files[i]) };
-    } catch (error) {
-      outcomes[i] = { path: files[i], ...failureOf(files[i], error) };
-    }
-  }
+  for (let i = 0; i < files.length; i++) if (!outcomes[i]) settle(i, await attempt(files[i], options.work, options.signal));
   return outcomes;
 }

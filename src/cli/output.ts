@@ -114,6 +114,12 @@ export class Output {
     this.stdout.write(this.clean(text.endsWith("\n") ? text : `${text}\n`, this.escapeOut));
   }
 
+  /** One JSON value on one line of stdout (NDJSON), escaped on a terminal as {@link printJson} escapes. */
+  printLine(value: unknown): void {
+    const line = `${JSON.stringify(value)}\n`;
+    this.stdout.write(this.escapeOut ? escapeJsonForTerminal(line) : line);
+  }
+
   /**
    * Text given in pieces, as {@link print} would write their concatenation (a newline added when it
    * does not end with one), in chunks of about 1 MiB. A piece must not end between `\r` and `\n`

@@ -11,6 +11,7 @@ import type { CompactSessionOptions } from "../../pipeline/compact.js";
 import type { CompactFileResult } from "../../pipeline/compact-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
+import { type ArchiveOptions, type ArchiveSelection, ndjsonPrinter, selectFiles, withArchiveOptions } from "../archive.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { n, percentChange, shortCount } from "../format.js";
@@ -21,7 +22,7 @@ import { parseFraction, parseTokenCount } from "../units.js";
 /** Version of the `--json` document. */
 export const COMPACT_SCHEMA = "condense.compact/2";
 
-interface CompactOptions extends CommonOptions {
+interface CompactOptions extends CommonOptions, ArchiveOptions {
   dryRun?: boolean;
   output?: string;
   force?: boolean;
@@ -108,13 +109,13 @@ export function registerCompact(program: Command, exit: ExitState): void {
     .option("--context-window <tokens>", "context window of the session's model (default: pi-ai's model registry)")
     .option("--reserve-tokens <n>", "compaction.reserveTokens (default: Pi's settings, else 16384)")
     .option("--keep-recent-tokens <n>", "compaction.keepRecentTokens (default: Pi's settings, else 20000)")
-    .addOption(new Option("--compaction-enabled <bool>", "compaction.enabled: whether Pi auto-compacts (used by --if-over)").choices(["true", "false"]))
-    .addHelpText(
-      "after",
-      "\nSettings are read as Pi reads them: $PI_CODING_AGENT_DIR/settings.json, then <session cwd>/.pi/settings.json (a trusted project).\n" +
-        "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
-        '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
-    );
+    .addOption(new Option("--compaction-enabled <bool>", "compaction.enabled: whether Pi auto-compacts (used by --if-over)").choices(["true", "false"]));
+  withArchiveOptions(cmd).addHelpText(
+    "after",
+    "\nSettings are read as Pi reads them: $PI_CODING_AGENT_DIR/settings.json, then <session cwd>/.pi/settings.json (a trusted project).\n" +
+      "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
+      '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
+  );
   withCommonOptions(cmd).action(async (args: string[], options: CompactOptions) => {
     const out = new Output(options);
     const started = Date.now();
@@ -125,19 +126,20 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     const task = sessionOptions(options);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
-    const files = await resolveSessionArgs(args);
-    if (task.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(task.output, files, "compact it in place");
+    const selection = selectFiles(await resolveSessionArgs(args), options);
+    if (task.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(task.output, selection.files, "compact it in place");
     const interrupt = interruptOnSigint();
     let outcomes: FileOutcome<CompactFileResult>[];
     try {
-      outcomes = await compactAll(files, task, jobs, out, interrupt.signal);
+      outcomes = await compactAll(selection, task, { jobs, out, signal: interrupt.signal, ndjson: options.ndjson });
     } finally {
       interrupt.release();
     }
     const { results, failures } = splitOutcomes(outcomes);
     // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-    if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
+    if (failures.length > 0) exit.code = selection.total === 1 ? failures[0].exitCode : 1;
     if (interrupt.signal.aborted) exit.code = 130;
+    if (options.ndjson) return;
     for (const r of results) for (const w of r.warnings) out.warn(w);
     if (options.json) {
       out.printJson({
@@ -160,12 +162,12 @@ export function registerCompact(program: Command, exit: ExitState): void {
  * once and a single session shows a spinner.
  */
 async function compactAll(
-  files: string[],
+  selection: ArchiveSelection,
   task: CompactSessionOptions,
-  jobs: number,
-  out: Output,
-  signal: AbortSignal,
+  how: { jobs: number; out: Output; signal: AbortSignal; ndjson?: boolean },
 ): Promise<FileOutcome<CompactFileResult>[]> {
+  const { files } = selection;
+  const { out, signal } = how;
   // Loaded when the command runs (pi-ai's model registry is large): start-up stays small.
   const [{ CompactionModels }, { COMPACT_SESSION_MODULE, compactSession }] = await Promise.all([
     import("../../compact/model.js"),
@@ -179,14 +181,20 @@ async function compactAll(
       }
     : undefined;
   try {
-    return await forEachSession(
-      files,
-      jobs,
-      out,
-      "compacting",
-      (path) => compactSession(path, task, { signal, models, onProgress }),
-      models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
-    );
+    return await forEachSession<CompactFileResult>(files, out, {
+      jobs: how.jobs,
+      label: "compacting",
+      work: (path) => compactSession(path, task, { signal, models, onProgress }),
+      remote: models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
+      signal,
+      onOutcome: ndjsonPrinter(out, COMPACT_SCHEMA, selection, how.ndjson),
+      onOrdered: how.ndjson
+        ? (o) => {
+            for (const w of o.result?.warnings ?? []) out.warn(w);
+            if (o.error !== undefined) out.error(o.error);
+          }
+        : undefined,
+    });
   } finally {
     spinner?.stop();
   }

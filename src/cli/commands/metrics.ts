@@ -13,8 +13,10 @@ import { checkGates, describeCrossing, type GateCrossing, type GateLimits } from
 import { DIAGNOSTIC_KINDS, FAULT_KINDS, type DiagnosticName } from "../../report/diagnostics.js";
 import type { SessionMetrics } from "../../report/session-metrics.js";
 import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
+import { UsageError } from "../../util/errors.js";
 import { resolveSessionArgs } from "../../session/locate.js";
-import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { type ArchiveOptions, ndjsonPrinter, readArchiveLines, selectFiles, withArchiveOptions } from "../archive.js";
+import { defaultJobs, type FileOutcome, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import type { MetricsTaskOptions } from "../metrics-task.js";
 import { n as fmt, percentChange, shortCount } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
@@ -26,8 +28,9 @@ import { type CommonOptions, type ExitState, withCommonOptions, configSources, t
 /** Version of the `--json` document; bumped only on an incompatible change. */
 export const METRICS_SCHEMA = "condense.metrics/2";
 
-interface MetricsOptions extends CommonOptions, ConfigFlags {
+interface MetricsOptions extends CommonOptions, ConfigFlags, ArchiveOptions {
   jobs?: string;
+  merge?: boolean;
   tokenizer?: string;
   maxFrontierGap?: string;
   maxChainShare?: string;
@@ -76,33 +79,32 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     .option("--max-open-thinking <tokens>", "fail when thinking after the last text-only reply exceeds this (5000, 5k)")
     .option("--max-context <tokens>", "fail when the context after `run` exceeds this (120000, 120k)")
     .option("--fail-on-diagnostics", "fail on any structural diagnostic (orphan, unanswered call, duplicate or reused id, split, unresolved range)");
-  withConfigOptions(cmd).addHelpText(
-    "after",
-    "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
-      "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
-      "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
-      "  condense metrics sessions/ --max-frontier-gap 20k --max-chain-share 80% --fail-on-diagnostics",
-  );
+  withArchiveOptions(withConfigOptions(cmd))
+    .option("--merge", "the arguments are the --ndjson outputs of every shard: print the document one run over the whole archive prints")
+    .addHelpText(
+      "after",
+      "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
+        "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
+        "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
+        "  condense metrics sessions/ --max-frontier-gap 20k --max-chain-share 80% --fail-on-diagnostics\n" +
+        "  condense metrics sessions/ --shard 2/8 --ndjson > part-2.ndjson   (one of 8 machines)\n" +
+        "  condense metrics --merge part-*.ndjson --json                     (the whole archive)",
+    );
   withCommonOptions(cmd).action(async (args: string[], options: MetricsOptions) => {
     const out = new Output(options);
-    const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const limits = parseLimits(options);
-    const config = loadConfig(configSources(options));
-    const taskOptions: MetricsTaskOptions = { config, tokenizer: (options.tokenizer ?? "chars4") as TokenizerName };
-    const files = await resolveSessionArgs(args);
-    await warnIgnoredProjectSettings(out, files);
-    // Loaded when the command runs: start-up and the other commands do not pay for it.
-    const { METRICS_TASK_MODULE, metricsTask } = await import("../metrics-task.js");
-    const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
-      module: METRICS_TASK_MODULE,
-      fn: "metricsTask",
-      options: taskOptions,
-    });
+    const tokenizer = (options.tokenizer ?? "chars4") as TokenizerName;
+    if (options.merge && (options.shard !== undefined || options.ndjson)) throw new UsageError("--merge takes neither --shard nor --ndjson");
+    const measured = options.merge ? mergeShards(args) : await measure(args, options, out, tokenizer);
+    const { outcomes, total } = measured;
     const { results: rows, failures } = splitOutcomes(outcomes);
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));
-    if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
+    if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
     else if (crossed.length > 0) exit.code = 3;
-
+    if (options.ndjson) {
+      for (const c of crossed) out.error(`limit crossed: ${describeCrossing(c)}`);
+      return;
+    }
     for (const r of rows) for (const w of r.warnings) out.warn(w);
     for (const f of failures) out.error(f.error);
     for (const c of crossed) out.error(`limit crossed: ${describeCrossing(c)}`);
@@ -110,7 +112,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     if (options.json) {
       out.printJson({
         schema: METRICS_SCHEMA,
-        tokenizer: taskOptions.tokenizer,
+        tokenizer: rows[0]?.tokenizer ?? tokenizer,
         sessions: rows,
         totals,
         failures: failures.map(({ session, error }) => ({ session, error })),
@@ -126,8 +128,47 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
-    if (failures.length > 0 && files.length > 1) out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were measured`);
+    if (failures.length > 0 && total > 1) out.error(`${failures.length} of ${total} sessions failed (listed above); the others were measured`);
   });
+}
+
+/**
+ * Measure the sessions (of this shard): in worker threads under `--jobs`; with `--ndjson` each
+ * session's line as soon as it is done, and its warnings and failure on stderr in input order.
+ * @returns the outcomes, and how many files the arguments name in all (every shard)
+ */
+async function measure(
+  args: string[],
+  options: MetricsOptions,
+  out: Output,
+  tokenizer: TokenizerName,
+): Promise<{ outcomes: FileOutcome<SessionMetrics>[]; total: number }> {
+  const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
+  const taskOptions: MetricsTaskOptions = { config: loadConfig(configSources(options)), tokenizer };
+  const selection = selectFiles(await resolveSessionArgs(args), options);
+  await warnIgnoredProjectSettings(out, selection.files);
+  // Loaded when the command runs: start-up and the other commands do not pay for it.
+  const { METRICS_TASK_MODULE, metricsTask } = await import("../metrics-task.js");
+  // Read-only: Ctrl-C ends the process at once, as it always did.
+  const outcomes = await forEachSession<SessionMetrics>(selection.files, out, {
+    jobs,
+    label: "metrics",
+    work: (path) => metricsTask(path, taskOptions),
+    remote: { module: METRICS_TASK_MODULE, fn: "metricsTask", options: taskOptions },
+    onOutcome: ndjsonPrinter(out, METRICS_SCHEMA, selection, options.ndjson),
+    onOrdered: options.ndjson
+      ? (o) => {
+          for (const w of o.result?.warnings ?? []) out.warn(w);
+          if (o.error !== undefined) out.error(o.error);
+        }
+      : undefined,
+  });
+  return { outcomes, total: selection.total };
+}
+
+/** The outcomes of every shard's `--ndjson` output, in the archive's order. */
+function mergeShards(paths: string[]): { outcomes: FileOutcome<SessionMetrics>[]; total: number } {
+  return readArchiveLines<SessionMetrics>(paths, METRICS_SCHEMA);
 }
 
 const WIDE_LEGEND =

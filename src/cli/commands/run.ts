@@ -6,19 +6,24 @@
 import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
-import type { RunFileResult, RunHooks, RunSessionOptions } from "../../pipeline/run.js";
+import type { RunFileResult, RunHooks } from "../../pipeline/run.js";
 import type { FlushProgress } from "../../prune/flush.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { UsageError } from "../../util/errors.js";
+import { type ArchiveOptions, type ArchiveSelection, ndjsonPrinter, selectFiles, withArchiveOptions } from "../archive.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import type { RunTaskOptions } from "../run-task.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
 import { Output } from "../output.js";
 import { suggestCommand } from "../suggest.js";
 import { formatRunReport } from "../run-report.js";
 
-interface RunOptions extends CommonOptions, ConfigFlags {
+/** Schema of the `--ndjson` lines (each holds one session's result, the element of `--json`'s `sessions`). */
+export const RUN_SCHEMA = "condense.run/1";
+
+interface RunOptions extends CommonOptions, ConfigFlags, ArchiveOptions {
   dryRun?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
@@ -42,7 +47,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
     .option("--concurrency <n>", "parallel summarizer calls", "4")
     .option("--jobs <n>", "sessions processed at once (default: number of cores)");
-  withConfigOptions(cmd)
+  withArchiveOptions(withConfigOptions(cmd))
     .option("--no-chain", "skip chain compression")
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
     .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
@@ -57,11 +62,15 @@ export function registerRun(program: Command, exit: ExitState): void {
     const config = loadConfig(configSources(options));
     const concurrency = positiveInt("--concurrency", options.concurrency, 4);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
-    const files = await resolveSessionArgs(args).catch((error: unknown) => {
-      throw mistypedCommand(program, args, error);
-    });
+    const selection = selectFiles(
+      await resolveSessionArgs(args).catch((error: unknown) => {
+        throw mistypedCommand(program, args, error);
+      }),
+      options,
+    );
+    const { files } = selection;
     // Loaded when the command runs: start-up and the other commands do not pay for them.
-    const [{ runSession }, { checkOutputPath }] = await Promise.all([import("../../pipeline/run.js"), import("../../session/commit.js")]);
+    const { checkOutputPath } = await import("../../session/commit.js");
     if (options.output !== undefined) await checkOutputPath(options.output, files);
     await warnIgnoredProjectSettings(out, files);
     // What run writes shrinks Pi's context only with the extension switched on.
@@ -73,7 +82,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       out.warn(`${options.thinking ? "--thinking" : "--fallback-model"} has no effect with the deterministic summarizer (name a model with --model)`);
     }
     const interrupt = interruptOnSigint();
-    const runOptions: RunSessionOptions = {
+    const task: RunTaskOptions = {
       config,
       summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
       concurrency,
@@ -81,21 +90,52 @@ export function registerRun(program: Command, exit: ExitState): void {
       migrate: !!options.migrate,
       force: !!options.force,
       output: options.output,
-      signal: interrupt.signal,
     };
     let outcomes: FileOutcome<RunFileResult>[];
     try {
-      outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)));
+      outcomes = await condenseAll(selection, task, { jobs, out, signal: interrupt.signal, ndjson: options.ndjson });
     } finally {
       interrupt.release();
     }
     const { results, failures } = splitOutcomes(outcomes);
     if (failures.length > 0) {
       // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-      exit.code = files.length === 1 ? failures[0].exitCode : 1;
+      exit.code = selection.total === 1 ? failures[0].exitCode : 1;
     }
     if (interrupt.signal.aborted) exit.code = 130;
+    if (options.ndjson) return;
     printOutcome(out, { results, failures, files: files.length, wallMs: Date.now() - started });
+  });
+}
+
+/**
+ * Run the main job on every file of the selection. One session: its warnings and the model's
+ * progress as they come. Several: in worker threads under `--jobs`, each session's warnings
+ * printed in input order once it is done (so the output does not depend on which finishes
+ * first), and with `--ndjson` its line as soon as it is done.
+ */
+async function condenseAll(
+  selection: ArchiveSelection,
+  task: RunTaskOptions,
+  how: { jobs: number; out: Output; signal: AbortSignal; ndjson?: boolean },
+): Promise<FileOutcome<RunFileResult>[]> {
+  // Loaded when the command runs: start-up and the other commands do not pay for them.
+  const [{ runSession }, { RUN_TASK_MODULE, runTask }] = await Promise.all([import("../../pipeline/run.js"), import("../run-task.js")]);
+  const { out, signal } = how;
+  const single = selection.files.length === 1;
+  return forEachSession<RunFileResult>(selection.files, out, {
+    jobs: how.jobs,
+    label: "condensing",
+    work: single ? (path) => runSession(path, { ...task, signal }, runHooks(out, true)) : (path, context) => runTask(path, task, context),
+    remote: { module: RUN_TASK_MODULE, fn: "runTask", options: task },
+    signal,
+    onOutcome: ndjsonPrinter(out, RUN_SCHEMA, selection, how.ndjson),
+    onOrdered: single
+      ? undefined
+      : (o) => {
+          for (const w of o.result?.warnings ?? o.warnings ?? []) out.warn(w);
+          if (how.ndjson && o.error !== undefined) out.error(o.error);
+        },
   });
 }
 
