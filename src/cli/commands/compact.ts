@@ -13,7 +13,7 @@ import type { CompactFileResult } from "../../pipeline/compact-report.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedJson, interruptedMessage, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { displayNames, Output } from "../output.js";
 
@@ -143,23 +143,28 @@ export function registerCompact(program: Command, exit: ExitState): void {
     } finally {
       interrupt.release();
     }
-    const { results, failures } = splitOutcomes(outcomes);
+    const split = splitOutcomes(outcomes);
+    const { results, failures } = split;
     // A single unusable input is a usage error (2); with several files, any failure is exit 1.
     if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
-    if (interrupt.signal.aborted) exit.code = 130;
     for (const r of results) for (const w of r.warnings) out.warn(w);
+    for (const f of failures) if (!options.json) out.error(f.error);
+    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    if (interrupted) exit.code = 130;
     if (options.json) {
       out.printJson({
         schema: COMPACT_SCHEMA,
         sessions: results,
         failures: failures.map(({ session, error }) => ({ session, error })),
+        ...(interrupted ? { interrupted } : {}),
         wallMs: Date.now() - started,
       });
       return;
     }
-    for (const f of failures) out.error(f.error);
     if (results.length > 0) out.print(formatReport(results, out));
     for (const r of results) if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+    // Last: after Ctrl-C, one line says what was done and what was left untouched.
+    if (interrupted) out.error(interruptedMessage(split, files.length));
   });
 }
 
@@ -183,14 +188,10 @@ async function compactAll(
       }
     : undefined;
   try {
-    return await forEachSession(
-      files,
-      jobs,
-      out,
-      "compacting",
-      (path) => compactSession(path, task, { signal, models, onProgress }),
-      models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
-    );
+    return await forEachSession(files, jobs, out, "compacting", (path) => compactSession(path, task, { signal, models, onProgress }), {
+      remote: models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
+      signal,
+    });
   } finally {
     spinner?.stop();
   }

@@ -88,9 +88,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const taskOptions: MetricsTaskOptions = { config, tokenizer: (options.tokenizer ?? "chars4") as TokenizerName };
     const files = await resolveSessionArgs(args);
     const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
-      module: METRICS_TASK_MODULE,
-      fn: "metricsTask",
-      options: taskOptions,
+      remote: { module: METRICS_TASK_MODULE, fn: "metricsTask", options: taskOptions },
     });
     const { results: rows, failures } = splitOutcomes(outcomes);
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));

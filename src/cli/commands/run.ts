@@ -10,7 +10,7 @@ import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedJson, interruptedMessage, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
@@ -77,26 +77,37 @@ export function registerRun(program: Command, exit: ExitState): void {
     };
     let outcomes: FileOutcome<RunFileResult>[];
     try {
-      outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)));
+      outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)), {
+        signal: interrupt.signal,
+      });
     } finally {
       interrupt.release();
     }
-    const { results, failures } = splitOutcomes(outcomes);
+    const split = splitOutcomes(outcomes);
+    const { results, failures } = split;
     if (failures.length > 0) {
       // A single unusable input is a usage error (2); with several files, any failure is exit 1.
       exit.code = files.length === 1 ? failures[0].exitCode : 1;
     }
-    if (interrupt.signal.aborted) exit.code = 130;
+    for (const f of failures) if (!options.json) out.error(f.error);
+    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    if (interrupted) exit.code = 130;
     if (options.json) {
-      out.printJson({ sessions: results, failures: failures.map(({ session, error }) => ({ session, error })), wallMs: Date.now() - started });
+      out.printJson({
+        sessions: results,
+        failures: failures.map(({ session, error }) => ({ session, error })),
+        ...(interrupted ? { interrupted } : {}),
+        wallMs: Date.now() - started,
+      });
       return;
     }
-    for (const f of failures) out.error(f.error);
     if (results.length > 0) out.print(formatReport(results, out));
     for (const r of results) {
       if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
       if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
     }
+    // Last: after Ctrl-C, one line says what was done and what was left untouched.
+    if (interrupted) out.error(interruptedMessage(split, files.length));
   });
 }
 
