@@ -18,6 +18,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
+import type { ExitState } from "./options.js";
 import type { Output } from "./output.js";
 
 export interface FileOutcome<T> {
@@ -133,6 +134,26 @@ export function interruptedJson(split: ReturnType<typeof splitOutcomes>): Interr
 export function interruptedMessage(split: ReturnType<typeof splitOutcomes>, total: number): string {
   if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted; nothing was written`;
   return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length });
+}
+
+/**
+ * The end of a writing command over its files: the exit code (a single file's failure keeps its
+ * code — 2 for unusable input; with several, any failure is 1; after Ctrl-C, 130), the failures
+ * printed (not with `--json`), and what `--json` says about an interruption.
+ */
+export function settleBatch(
+  out: Output,
+  exit: ExitState,
+  split: ReturnType<typeof splitOutcomes>,
+  total: number,
+  signal: AbortSignal,
+): InterruptedJson | undefined {
+  const { failures } = split;
+  if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
+  if (!out.json) for (const f of failures) out.error(f.error);
+  if (!signal.aborted) return undefined;
+  exit.code = 130;
+  return interruptedJson(split);
 }
 
 /** An outcome for a file whose work ended: interrupted (exit 130 after Ctrl-C) counts as untouched. */
@@ -325,8 +346,20 @@ async function runInWorkers<T>(
   } finally {
     signal?.removeEventListener("abort", onAbort);
   }
-  // Files a crashed worker had taken run here, one by one, so nothing is lost (after Ctrl-C: none
-  // is started, and the ones nobody took are untouched).
+  await runLeftovers(files, outcomes, work, signal);
+  return outcomes;
+}
+
+/**
+ * Files a crashed worker had taken run here, one by one, so nothing is lost (after Ctrl-C none is
+ * started: the ones nobody finished are untouched).
+ */
+async function runLeftovers<T>(
+  files: string[],
+  outcomes: FileOutcome<T>[],
+  work: (path: string) => Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   for (let i = 0; i < files.length; i++) {
     if (outcomes[i]) continue;
     if (signal?.aborted) {
@@ -339,5 +372,4 @@ async function runInWorkers<T>(
       outcomes[i] = outcomeOf(files[i], error, signal);
     }
   }
-  return outcomes;
 }

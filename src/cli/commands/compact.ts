@@ -13,7 +13,7 @@ import type { CompactFileResult } from "../../pipeline/compact-report.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedJson, interruptedMessage, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { displayNames, Output } from "../output.js";
 
@@ -82,8 +82,9 @@ function sessionOptions(options: CompactOptions): CompactSessionOptions {
   };
 }
 
-export function registerCompact(program: Command, exit: ExitState): void {
-  const cmd = program
+/** The command and its options. */
+function declareCompact(program: Command): Command {
+  return program
     .command("compact")
     .description("Pi's own compaction, offline: append a Pi-native compaction entry (summary + kept recent messages) to each session")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
@@ -124,7 +125,10 @@ export function registerCompact(program: Command, exit: ExitState): void {
         "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
         '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
     );
-  withCommonOptions(cmd).action(async (args: string[], options: CompactOptions) => {
+}
+
+export function registerCompact(program: Command, exit: ExitState): void {
+  withCommonOptions(declareCompact(program)).action(async (args: string[], options: CompactOptions) => {
     const out = new Output(options);
     const started = Date.now();
     // `--if-over FILE`: commander took the session for the optional fraction.
@@ -145,12 +149,8 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     const split = splitOutcomes(outcomes);
     const { results, failures } = split;
-    // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-    if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
     for (const r of results) for (const w of r.warnings) out.warn(w);
-    for (const f of failures) if (!options.json) out.error(f.error);
-    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
-    if (interrupted) exit.code = 130;
+    const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
     if (options.json) {
       out.printJson({
         schema: COMPACT_SCHEMA,

@@ -10,7 +10,7 @@ import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedJson, interruptedMessage, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
@@ -85,13 +85,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     }
     const split = splitOutcomes(outcomes);
     const { results, failures } = split;
-    if (failures.length > 0) {
-      // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-      exit.code = files.length === 1 ? failures[0].exitCode : 1;
-    }
-    for (const f of failures) if (!options.json) out.error(f.error);
-    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
-    if (interrupted) exit.code = 130;
+    const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
     if (options.json) {
       out.printJson({
         sessions: results,
