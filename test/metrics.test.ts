@@ -251,7 +251,9 @@ describe("metrics over every shared session", () => {
   it.each(files)("%s", async (name) => {
     // gjc-01 has no header: Pi refuses it, and so does every read-only command (below); the metrics
     // themselves are still computed on what the file holds.
-    const session = name.startsWith("gjc-01") ? await loadSession(path.join(SHARED_SESSIONS, name)) : await openSession(path.join(SHARED_SESSIONS, name), "read");
+    const session = name.startsWith("gjc-01")
+      ? await loadSession(path.join(SHARED_SESSIONS, name))
+      : await openSession(path.join(SHARED_SESSIONS, name), "read");
     const m = computeSessionMetrics(sessionView(session, defaultConfig()));
     expect(m.largestChainSharePct).toBeGreaterThanOrEqual(0);
     expect(m.largestChainSharePct).toBeLessThanOrEqual(100);

@@ -581,7 +581,13 @@ describe("CLI", () => {
   it("render, query, metrics and budget on a header-less file: exit 1 with Pi's reason, nothing on stdout", async () => {
     const p = fx("bad-no-header.jsonl");
     const why = `${p}: no session header: the first entry (line 1, a "message" entry) should be {"type":"session","id",...}; Pi refuses to open such a file`;
-    for (const args of [["render", p], ["render", p, "--format", "json"], ["query", "t1", "--session", p], ["metrics", p], ["budget", p]]) {
+    for (const args of [
+      ["render", p],
+      ["render", p, "--format", "json"],
+      ["query", "t1", "--session", p],
+      ["metrics", p],
+      ["budget", p],
+    ]) {
       const r = await run(...args);
       expect(r.code, args.join(" ")).toBe(1);
       expect(r.stdout, args.join(" ")).toBe("");
