@@ -320,7 +320,7 @@ describe("options and cancellation", () => {
     const output = usages.reduce((n, u) => n + u.output, 0);
     expect(usages).toHaveLength(3);
     expect(input).toBeGreaterThan(0);
-    expect(plan.report.usage).toEqual({ input, output, cost: 0, calls: 3 });
+    expect(plan.report.usage).toEqual({ input, output, cost: 0, calls: 3, reused: { cache: 0, session: 0 } });
     expect(customOf(plan, "context-prune-stats")[0].data).toEqual({
       totalInputTokens: input,
       totalOutputTokens: output,
@@ -362,7 +362,7 @@ describe("options and cancellation", () => {
       return fauxAssistantMessage("Found the discount bug (`t1`, `t2`) and fixed it (`t4`).");
     });
     const result = await summarizerFor(faux).fuseRange([`- \`t1\` a${FOOTER(["t1"])}`, "- `t4` b"]);
-    expect(result).toEqual({ ok: true, text: "Found the discount bug (`t1`, `t2`) and fixed it (`t4`).", usage: expect.any(Object) });
+    expect(result).toEqual({ ok: true, text: "Found the discount bug (`t1`, `t2`) and fixed it (`t4`).", usage: expect.any(Object), model: "p/m" });
     expect(seen).toBe(`<step-summaries>\n- \`t1\` a${FOOTER(["t1"])}\n\n- \`t4\` b\n</step-summaries>`);
   });
 });

@@ -23,7 +23,7 @@ import type { ChainEntryData, DiagnosticData, SummaryToolCallRef, ToolCallRecord
 import type { AgentMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { NewEntry } from "../session/types.js";
 import { keyArgument } from "../summarize/deterministic.js";
-import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import type { ReuseCounts, Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { addUsage, zeroUsage } from "../summarize/usage.js";
 import { detectChains, type ChainRange } from "./detect.js";
 import { rangeResolver, resolveRange } from "./resolve.js";
@@ -69,8 +69,10 @@ export interface CompressResult {
   /** Chains held back: a `context_tree_query` result inside the recovery grace window, or a failed batch. */
   waiting: number;
   usage: SummarizerUsage;
-  /** Model calls made for fusion (0 with the deterministic summarizer). */
+  /** Model calls made for fusion (0 with the deterministic summarizer; answers reused not counted). */
   modelCalls: number;
+  /** Fusion answers reused instead of asking the model. */
+  reused: ReuseCounts;
 }
 
 /** The key a chain's calls are looked up by: occurrence keys when it has results, else bare ids. */
@@ -304,11 +306,12 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
   const { indexer, result } = c;
   const local = c.options.summarizer.local;
   let body: string | undefined;
+  if (answer?.ok && answer.reused) result.reused[answer.reused]++;
+  else if (answer?.ok && !local) result.modelCalls++;
   if (answer?.ok && answer.text.trim() !== "") {
     body = answer.text;
     result.rangesSummarized++;
-    if (!local) result.modelCalls++;
-  } else if (answer?.ok && !local) result.modelCalls++;
+  }
   const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve);
   if (uncovered.length === 0) return body;
   const shown = uncovered.map((r) => ({ ...r }));
@@ -386,6 +389,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     waiting: 0,
     usage: zeroUsage(),
     modelCalls: 0,
+    reused: { cache: 0, session: 0 },
   };
   const messages = items.map((i) => i.message);
   const { chains, waiting } = chainsToCompress(messages, indexer, options);

@@ -8,7 +8,7 @@ import type { CaptureResult } from "../prune/capture.js";
 import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
-import type { SummarizerUsage } from "../summarize/types.js";
+import type { ReuseCounts, SummarizerUsage } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 
 export interface RunReport {
@@ -26,7 +26,8 @@ export interface RunReport {
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
   context: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
-  usage: SummarizerUsage & { calls: number };
+  /** Model calls made and what they used; `reused`: answers taken from the summary cache or from summaries already in the session instead. */
+  usage: SummarizerUsage & { calls: number; reused: ReuseCounts };
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
   sidecars: number;
@@ -75,7 +76,11 @@ export function runReport(facts: RunFacts): RunReport {
       waiting: chains?.waiting ?? 0,
     },
     context: { before: sizeMessages(facts.before.after), after: sizeMessages(facts.after.after) },
-    usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
+    usage: {
+      ...sumUsage(flush.usage, chains?.usage),
+      calls: flush.modelCalls + (chains?.modelCalls ?? 0),
+      reused: { cache: flush.reused.cache + (chains?.reused.cache ?? 0), session: flush.reused.session + (chains?.reused.session ?? 0) },
+    },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
     sidecars: facts.sidecars,
@@ -93,7 +98,7 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size, after: size },
-    usage: { input: 0, output: 0, cost: 0, calls: 0 },
+    usage: { input: 0, output: 0, cost: 0, calls: 0, reused: { cache: 0, session: 0 } },
     failures: [],
     entriesAppended: 0,
     sidecars: 0,

@@ -7,7 +7,8 @@
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
 import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
-import { createSummarizer } from "../summarize/select.js";
+import { emptyEstimate, type Estimate } from "../summarize/estimate.js";
+import { createEstimator, createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
 import { CondenseError } from "../util/errors.js";
@@ -23,6 +24,8 @@ export interface RunSessionOptions extends WriteOptions {
   concurrency: number;
   /** Ctrl-C: in-flight summarizer calls abort and nothing is written (exit 130). */
   signal: AbortSignal;
+  /** `--estimate`: plan without calling any model, count what the model would be sent; nothing written. */
+  estimate?: boolean;
 }
 
 /** Where `run` reports to while it works. */
@@ -42,6 +45,8 @@ export interface RunFileResult extends RunReport {
   bytesAppended: number;
   migratedFrom?: number;
   backup?: string;
+  /** With `--estimate`: what the model-backed run would send and cost. */
+  estimate?: Estimate;
   wallMs: number;
 }
 
@@ -69,9 +74,11 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   const view = sessionView(session, options.config);
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
   const idle = options.output ? null : idleReport(view);
-  if (idle) return done(idle, null, 0);
-  const summarizer = await createSummarizer(options.summarizer, options.config, session, { onNotice: (m) => hooks.notice(`${session.path}: ${m}`) });
-  const progress = hooks.progress?.(summarizer.name, summarizer.local) ?? null;
+  if (idle) return options.estimate ? { ...done(idle, null, 0), dryRun: true, estimate: emptyEstimate(null) } : done(idle, null, 0);
+  const estimator = options.estimate ? await createEstimator(options.summarizer, options.config, session) : null;
+  const summarizer =
+    estimator?.summarizer ?? (await createSummarizer(options.summarizer, options.config, session, { onNotice: (m) => hooks.notice(`${session.path}: ${m}`) }));
+  const progress = estimator ? null : (hooks.progress?.(summarizer.name, summarizer.local) ?? null);
   let plan: RunPlan;
   try {
     plan = await planRun(view, {
@@ -89,6 +96,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     progress?.stop();
   }
   if (options.signal.aborted) throw interrupted();
+  if (estimator) return { ...done(plan.report, null, 0), dryRun: true, estimate: estimator.estimate };
   if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0);
   const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
   return done(plan.report, written, bytesAppended);

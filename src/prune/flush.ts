@@ -18,7 +18,7 @@ import { CondenseError } from "../util/errors.js";
 import { dedupAliasEntry, indexEntry, spillIndexEntries, summaryEntry } from "../entries/build.js";
 import type { NewEntry } from "../session/types.js";
 import { composeSummary } from "../summarize/refs.js";
-import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import type { ReuseCounts, Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { addUsage, zeroUsage } from "../summarize/usage.js";
 import type { Batch, CapturedCall } from "./capture.js";
 import { contentHash } from "./content-hash.js";
@@ -77,8 +77,10 @@ export interface FlushResult {
   rawChars: number;
   summaryChars: number;
   usage: SummarizerUsage;
-  /** Model calls made (answers received, accepted or not). */
+  /** Model calls made (answers received, accepted or not; answers reused from the cache or the session not counted). */
   modelCalls: number;
+  /** Answers reused instead of asking the model. */
+  reused: ReuseCounts;
   processedBatches: number;
 }
 
@@ -291,6 +293,7 @@ class RealPass {
     summaryChars: 0,
     usage: zeroUsage(),
     modelCalls: 0,
+    reused: { cache: 0, session: 0 },
     processedBatches: 0,
   };
   private readonly hashes: HashState;
@@ -386,7 +389,8 @@ class RealPass {
       return { kind: "failed", summaryChars: 0, reason: `${answer.kind}: ${answer.reason}` };
     }
     const { indexer } = this;
-    if (!this.options.summarizer.local) this.result.modelCalls++;
+    if (answer.reused) this.result.reused[answer.reused]++;
+    else if (!this.options.summarizer.local) this.result.modelCalls++;
     const refs = plan.remaining.map((call, k) => indexer.previewRef(call, k));
     const text = composeSummary(
       answer.text,

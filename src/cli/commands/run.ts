@@ -9,6 +9,7 @@ import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions }
 import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
+import { emptyEstimate, type Estimate } from "../../summarize/estimate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
@@ -25,19 +26,25 @@ interface RunOptions extends CommonOptions, ConfigFlags {
   force?: boolean;
   migrate?: boolean;
   output?: string;
+  estimate?: boolean;
+  /** `--no-cache` sets it false. */
+  cache?: boolean;
 }
 
-export function registerRun(program: Command, exit: ExitState): void {
+/** The command and its options. */
+function declareRun(program: Command): Command {
   const cmd = program
     .command("run", { isDefault: true })
     .description("prune sessions: summarize unpruned tool batches and append the pruning entries")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--dry-run", "compute everything, write nothing (not even sidecars)")
+    .option("--estimate", "count the batches, input tokens and expected cost a model would be sent; no model is called, nothing written")
     .addOption(new Option("--summarizer <kind>", "deterministic (no model) or llm").choices(["deterministic", "llm"]))
     .option("--model <provider/id>", "summarizer model (implies --summarizer llm)")
     .option("--fallback-model <provider/id>", "model for batches the summarizer model fails on transiently (default: the session's model)")
     .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
     .option("--concurrency <n>", "parallel summarizer calls", "4")
+    .option("--no-cache", "neither read nor store model answers in the summary cache")
     .option("--jobs <n>", "sessions processed at once (default: number of cores)");
   withConfigOptions(cmd)
     .option("--no-chain", "skip chain compression")
@@ -46,9 +53,14 @@ export function registerRun(program: Command, exit: ExitState): void {
     .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
     .addHelpText(
       "after",
-      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json",
+      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json\n" +
+        "  condense session.jsonl --model anthropic/claude-haiku-4-5 --estimate",
     );
-  withCommonOptions(cmd).action(async (args: string[], options: RunOptions) => {
+  return cmd;
+}
+
+export function registerRun(program: Command, exit: ExitState): void {
+  withCommonOptions(declareRun(program)).action(async (args: string[], options: RunOptions) => {
     const out = new Output(options);
     const started = Date.now();
     const config = loadConfig(configSources(options));
@@ -67,9 +79,10 @@ export function registerRun(program: Command, exit: ExitState): void {
     const interrupt = interruptOnSigint();
     const runOptions: RunSessionOptions = {
       config,
-      summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
+      summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel, cache: options.cache !== false },
       concurrency,
-      dryRun: !!options.dryRun,
+      dryRun: !!options.dryRun || !!options.estimate,
+      estimate: !!options.estimate,
       migrate: !!options.migrate,
       force: !!options.force,
       output: options.output,
@@ -95,7 +108,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       });
       return;
     }
-    if (results.length > 0) out.print(formatReport(results, out));
+    if (results.length > 0) out.print(options.estimate ? formatEstimate(results, out) : formatReport(results, out));
     for (const r of results) {
       if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
       if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
@@ -179,6 +192,71 @@ function totalsRow(
   return row(total, out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`), written).map(String);
 }
 
+/**
+ * `s.jsonl: 26 calls to p/m · 27,085 input + 438 output tokens · $0.0288 · 4 answers from the
+ * summary cache`, or null when no model was asked and nothing was reused.
+ */
+export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usage">): string | null {
+  const { calls, reused } = r.usage;
+  const reusedParts = [
+    reused.cache > 0 ? `${reused.cache} answer${reused.cache === 1 ? "" : "s"} from the summary cache` : "",
+    reused.session > 0 ? `${reused.session} summar${reused.session === 1 ? "y" : "ies"} reused from the session` : "",
+  ].filter((p) => p !== "");
+  if (calls === 0 && reusedParts.length === 0) return null;
+  const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
+  const asked =
+    calls > 0
+      ? `${calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`
+      : `no call to ${r.summarizer}`;
+  return `${r.session}: ${[asked, ...reusedParts].join(" · ")}`;
+}
+
+/** `--estimate`: per session the requests a model would get, their tokens and expected cost; totals. */
+function formatEstimate(results: RunFileResult[], out: Output): string {
+  const n = (x: number) => x.toLocaleString("en-US");
+  const names = displayNames(results.map((r) => r.session));
+  const estimates = results.map((r) => r.estimate ?? null);
+  const row = (name: string, e: Pick<Estimate, "batches" | "fusions" | "cached" | "inputTokens" | "outputTokens" | "cost">) => [
+    name,
+    n(e.batches),
+    n(e.fusions),
+    n(e.cached),
+    n(e.inputTokens),
+    n(e.outputTokens),
+    `$${e.cost.toFixed(4)}`,
+  ];
+  const rows = estimates.map((e, i) => row(names[i], e ?? emptyEstimate(null)));
+  if (results.length > 1) {
+    const sum = (f: (e: Estimate) => number) => estimates.reduce((t, e) => t + (e ? f(e) : 0), 0);
+    const total = {
+      batches: sum((e) => e.batches),
+      fusions: sum((e) => e.fusions),
+      cached: sum((e) => e.cached),
+      inputTokens: sum((e) => e.inputTokens),
+      outputTokens: sum((e) => e.outputTokens),
+      cost: sum((e) => e.cost),
+    };
+    rows.push(row(out.c.bold(`total (${results.length})`), total));
+  }
+  const table = out.table(["session", "batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"], rows, [
+    "left",
+    "right",
+    "right",
+    "right",
+    "right",
+    "right",
+    "right",
+  ]);
+  const models = [...new Set(estimates.map((e) => e?.model).filter((m): m is string => !!m))];
+  const unpriced = [...new Set(estimates.filter((e) => e?.model && !e.priced).map((e) => e?.model))];
+  const notes = [
+    `estimate: no model was called · ${models.length > 0 ? `model ${models.join(", ")}` : "deterministic summarizer: no model, no cost"} · ` +
+      "input = ceil(chars / 4) of each request · output ≈ the deterministic summary's size · cached = answered by the summary cache, free",
+  ];
+  if (unpriced.length > 0) notes.push(`pi-ai knows no price for ${unpriced.join(", ")}: cost shown as $0`);
+  return [table, ...notes.map((l) => out.c.dim(l))].join("\n");
+}
+
 /** The human report: one row per session, then totals when there are several. */
 function formatReport(results: RunFileResult[], out: Output): string {
   const n = (x: number) => x.toLocaleString("en-US");
@@ -211,12 +289,8 @@ function formatReport(results: RunFileResult[], out: Output): string {
   const wall = results.reduce((t, r) => t + r.wallMs, 0);
   lines.push(out.c.dim(`skipped t/d/o = trivial / deduplicated / oversized · ${(wall / 1000).toFixed(2)} s`));
   for (const r of results) {
-    if (r.usage.calls > 0) {
-      const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
-      lines.push(
-        `${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`,
-      );
-    }
+    const usage = usageLine(r);
+    if (usage) lines.push(usage);
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
   }
   return lines.join("\n");
