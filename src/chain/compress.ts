@@ -287,6 +287,9 @@ async function fuseRanges(bodiesOf: string[][], options: CompressOptions): Promi
   return Promise.all(fusions.map((f) => (f ? f.catch((e: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: String(e) })) : null)));
 }
 
+/** What separates a chain body from the calls no summary covers (named after it). */
+export const UNCOVERED_HEADING = "\n\nNot summarized in this span:\n";
+
 /** The shared state of one compression: the projected context, the index, the options, the result. */
 interface Compression {
   items: ChainSourceItem[];
@@ -317,7 +320,7 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
   const shown = uncovered.map((r) => ({ ...r }));
   backfillRecords(uncovered, indexer, c.options, result, backfill);
   const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(recordKeyOf(uncovered[i])) ?? r.toolCallId));
-  return `${body ?? bodies.join("\n\n")}\n\nNot summarized in this span:\n${lines.join("\n")}`;
+  return `${body ?? bodies.join("\n\n")}${UNCOVERED_HEADING}${lines.join("\n")}`;
 }
 
 /**

@@ -12,7 +12,7 @@ import { modelSummary } from "../compact/model-summary.js";
 import { sessionCompactionSettings, type CompactionSettings, type SessionCompactionSettings } from "../compact/settings.js";
 import { defaultConfig } from "../config/config.js";
 import { loadModelRegistry, registryWindow } from "../report/budget.js";
-import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
+import { commitRun, openForWrite, refuseIfOpenNow, type WriteOptions } from "../session/commit.js";
 import type { Session } from "../session/session.js";
 import { sessionModelRef } from "../summarize/model-resolve.js";
 import { nowMs } from "../util/clock.js";
@@ -93,7 +93,7 @@ export async function compactSession(file: string, options: CompactSessionOption
   let path = file;
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (runtime.signal?.aborted) throw interrupted();
-  const { session, migration, base } = await openForWrite(file, options, (m) => warnings.push(m));
+  const { session, migration, base, refusal } = await openForWrite(file, options, (m) => warnings.push(m));
   path = session.path;
   // Pi's settings for the session's project (its header cwd).
   const pi = sessionCompactionSettings(session, options.flags);
@@ -111,6 +111,7 @@ export async function compactSession(file: string, options: CompactSessionOption
     throw runtime.signal?.aborted ? interrupted() : error;
   });
   if (runtime.signal?.aborted) throw interrupted();
+  if (plan.entry && !options.dryRun) await refuseIfOpenNow(session, options);
   const write = plan.entry && !options.dryRun ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }) : null;
   return compactReport(session, plan, {
     summarizer: summary.name,
@@ -123,6 +124,7 @@ export async function compactSession(file: string, options: CompactSessionOption
     written: write?.written ?? null,
     bytesAppended: write?.bytesAppended ?? 0,
     warnings,
+    wouldRefuse: refusal,
     started,
   });
 }

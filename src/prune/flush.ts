@@ -229,7 +229,7 @@ class SummaryCalls {
     const { signal, summarizer } = this.options;
     if (signal?.aborted) return Promise.resolve({ ok: false, kind: "aborted", reason: "aborted" });
     const calls = plan.remaining.map((c) => ({ toolName: c.toolName, args: c.args, resultText: c.resultText, isError: c.isError }));
-    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls }, signal);
+    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls, keys: plan.remaining.map((c) => c.key) }, signal);
   }
 
   private settled(result: SummarizerResult): SummarizerResult {

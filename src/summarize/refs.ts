@@ -48,3 +48,36 @@ export function summaryFooter(refs: SummaryToolCallRef[]): string {
 export function composeSummary(answer: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
   return substituteInlineRefs(answer, refs, toolNames) + summaryFooter(refs);
 }
+
+/** Where a summary's footer starts (see {@link summaryFooter}). */
+const FOOTER_START = "\n\n---\nPruned tool outputs: ";
+
+/**
+ * The inverse of {@link composeSummary}: a stored summary back as the answer it was composed from —
+ * footer removed, each line-leading ref `` `tN` `` (outside fenced code) turned back into its label
+ * `[[N:toolname]]`. Composing the result with the same refs gives the stored text again; with other
+ * refs, the same summary naming them. Used to reuse summaries already in a session (issue 16).
+ * @param refs the summary's refs, in label order; @param toolNames its tool names, in label order
+ */
+export function answerFromSummary(text: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
+  const footer = text.lastIndexOf(FOOTER_START);
+  const body = footer >= 0 ? text.slice(0, footer) : text;
+  const labelOf = new Map(refs.flatMap((r, i) => (toolNames[i] !== undefined ? [[r.shortId, `[[${i + 1}:${toolNames[i]}]]`] as const] : [])));
+  let inFence = false;
+  return body
+    .split("\n")
+    .map((line) => {
+      if (line.trimStart().startsWith("```")) {
+        inFence = !inFence;
+        return line;
+      }
+      if (inFence) return line;
+      return line.replace(LEADING_REF, (m, prefix: string, ref: string) => {
+        const label = labelOf.get(ref);
+        return label ? `${prefix}${label} ` : m;
+      });
+    })
+    .join("\n");
+}
+
+const LEADING_REF = /^(\s*(?:[-*]\s+)?)`([^`\s]+)` /;

@@ -15,6 +15,8 @@ export interface SummaryCall {
 export interface SummaryBatch {
   assistantText: string;
   calls: SummaryCall[];
+  /** The calls' occurrence keys (`toolCallId@resultTimestamp`), in label order: who they are, for reuse; never sent to a model. */
+  keys?: string[];
 }
 
 export interface SummarizerUsage {

@@ -163,6 +163,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     if (results.length > 0) out.print(formatReport(results, out));
     for (const r of results) if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+    for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
     if (interrupted) out.error(interruptedMessage(split, files.length));
   });

@@ -113,6 +113,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
       if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
     }
+    for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
     if (interrupted) out.error(interruptedMessage(split, files.length));
   });
