@@ -16,6 +16,7 @@ import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { displayNames, Output } from "../output.js";
+import { writtenLine } from "../write-report.js";
 
 /** Version of the `--json` document. */
 export const COMPACT_SCHEMA = "condense.compact/1";
@@ -162,7 +163,11 @@ export function registerCompact(program: Command, exit: ExitState): void {
       return;
     }
     if (results.length > 0) out.print(formatReport(results, out));
-    for (const r of results) if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+    for (const r of results) {
+      if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+      const wrote = writtenLine({ session: r.session, written: r.written, entries: r.written ? 1 : 0, bytes: r.bytesAppended });
+      if (wrote) out.print(wrote);
+    }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
     if (interrupted) out.error(interruptedMessage(split, files.length));

@@ -15,6 +15,7 @@ import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, posit
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
+import { writtenLine } from "../write-report.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
   dryRun?: boolean;
@@ -111,7 +112,8 @@ export function registerRun(program: Command, exit: ExitState): void {
     if (results.length > 0) out.print(options.estimate ? formatEstimate(results, out) : formatReport(results, out));
     for (const r of results) {
       if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
-      if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
+      const wrote = writtenLine({ session: r.session, written: r.written, entries: r.entriesAppended, bytes: r.bytesAppended });
+      if (wrote) out.print(wrote);
     }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
