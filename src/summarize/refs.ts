@@ -16,6 +16,21 @@ const ANY_LABEL = /\[\[\d+:[^\]\n]*\]\]\s*/g;
  * @param toolNames tool names of the batch's calls, in label order
  */
 export function substituteInlineRefs(text: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
+  return outsideFences(text, (line) => {
+    const replaced = line.replace(LEADING_LABEL, (_m, prefix: string, n: string, name: string) => {
+      const i = Number(n) - 1;
+      const expected = toolNames[i];
+      if (refs[i] && expected !== undefined && name.trim().toLowerCase() === expected.trim().toLowerCase()) {
+        return `${prefix}\`${refs[i].shortId}\` `;
+      }
+      return prefix;
+    });
+    return replaced.replace(ANY_LABEL, "");
+  });
+}
+
+/** `text` with `edit` applied to every line outside fenced code (fence lines and fenced lines kept). */
+function outsideFences(text: string, edit: (line: string) => string): string {
   let inFence = false;
   return text
     .split("\n")
@@ -24,16 +39,7 @@ export function substituteInlineRefs(text: string, refs: SummaryToolCallRef[], t
         inFence = !inFence;
         return line;
       }
-      if (inFence) return line;
-      const replaced = line.replace(LEADING_LABEL, (_m, prefix: string, n: string, name: string) => {
-        const i = Number(n) - 1;
-        const expected = toolNames[i];
-        if (refs[i] && expected !== undefined && name.trim().toLowerCase() === expected.trim().toLowerCase()) {
-          return `${prefix}\`${refs[i].shortId}\` `;
-        }
-        return prefix;
-      });
-      return replaced.replace(ANY_LABEL, "");
+      return inFence ? line : edit(line);
     })
     .join("\n");
 }
@@ -63,21 +69,12 @@ export function answerFromSummary(text: string, refs: SummaryToolCallRef[], tool
   const footer = text.lastIndexOf(FOOTER_START);
   const body = footer >= 0 ? text.slice(0, footer) : text;
   const labelOf = new Map(refs.flatMap((r, i) => (toolNames[i] !== undefined ? [[r.shortId, `[[${i + 1}:${toolNames[i]}]]`] as const] : [])));
-  let inFence = false;
-  return body
-    .split("\n")
-    .map((line) => {
-      if (line.trimStart().startsWith("```")) {
-        inFence = !inFence;
-        return line;
-      }
-      if (inFence) return line;
-      return line.replace(LEADING_REF, (m, prefix: string, ref: string) => {
-        const label = labelOf.get(ref);
-        return label ? `${prefix}${label} ` : m;
-      });
-    })
-    .join("\n");
+  return outsideFences(body, (line) =>
+    line.replace(LEADING_REF, (m, prefix: string, ref: string) => {
+      const label = labelOf.get(ref);
+      return label ? `${prefix}${label} ` : m;
+    }),
+  );
 }
 
 const LEADING_REF = /^(\s*(?:[-*]\s+)?)`([^`\s]+)` /;

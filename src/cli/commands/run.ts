@@ -9,12 +9,12 @@ import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions }
 import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
-import { emptyEstimate, type Estimate } from "../../summarize/estimate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
+import { formatEstimate } from "../estimate-table.js";
 import { writtenLine } from "../write-report.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
@@ -212,52 +212,6 @@ export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usa
       ? `${calls} calls to ${r.summarizer} · ${r.usage.input.toLocaleString("en-US")} input + ${r.usage.output.toLocaleString("en-US")} output tokens${cost}`
       : `no call to ${r.summarizer}`;
   return `${r.session}: ${[asked, ...reusedParts].join(" · ")}`;
-}
-
-/** `--estimate`: per session the requests a model would get, their tokens and expected cost; totals. */
-function formatEstimate(results: RunFileResult[], out: Output): string {
-  const n = (x: number) => x.toLocaleString("en-US");
-  const names = displayNames(results.map((r) => r.session));
-  const estimates = results.map((r) => r.estimate ?? null);
-  const row = (name: string, e: Pick<Estimate, "batches" | "fusions" | "cached" | "inputTokens" | "outputTokens" | "cost">) => [
-    name,
-    n(e.batches),
-    n(e.fusions),
-    n(e.cached),
-    n(e.inputTokens),
-    n(e.outputTokens),
-    `$${e.cost.toFixed(4)}`,
-  ];
-  const rows = estimates.map((e, i) => row(names[i], e ?? emptyEstimate(null)));
-  if (results.length > 1) {
-    const sum = (f: (e: Estimate) => number) => estimates.reduce((t, e) => t + (e ? f(e) : 0), 0);
-    const total = {
-      batches: sum((e) => e.batches),
-      fusions: sum((e) => e.fusions),
-      cached: sum((e) => e.cached),
-      inputTokens: sum((e) => e.inputTokens),
-      outputTokens: sum((e) => e.outputTokens),
-      cost: sum((e) => e.cost),
-    };
-    rows.push(row(out.c.bold(`total (${results.length})`), total));
-  }
-  const table = out.table(["session", "batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"], rows, [
-    "left",
-    "right",
-    "right",
-    "right",
-    "right",
-    "right",
-    "right",
-  ]);
-  const models = [...new Set(estimates.map((e) => e?.model).filter((m): m is string => !!m))];
-  const unpriced = [...new Set(estimates.filter((e) => e?.model && !e.priced).map((e) => e?.model))];
-  const notes = [
-    `estimate: no model was called · ${models.length > 0 ? `model ${models.join(", ")}` : "deterministic summarizer: no model, no cost"} · ` +
-      "input = ceil(chars / 4) of each request · output ≈ the deterministic summary's size · cached = answered by the summary cache, free",
-  ];
-  if (unpriced.length > 0) notes.push(`pi-ai knows no price for ${unpriced.join(", ")}: cost shown as $0`);
-  return [table, ...notes.map((l) => out.c.dim(l))].join("\n");
 }
 
 /** The human report: one row per session, then totals when there are several. */
