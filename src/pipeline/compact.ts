@@ -112,7 +112,10 @@ export async function compactSession(file: string, options: CompactSessionOption
   });
   if (runtime.signal?.aborted) throw interrupted();
   if (plan.entry && !options.dryRun) await refuseIfOpenNow(session, options);
-  const write = plan.entry && !options.dryRun ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }) : null;
+  const write =
+    plan.entry && !options.dryRun
+      ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }, { op: "compact" })
+      : null;
   return compactReport(session, plan, {
     summarizer: summary.name,
     model: pi.model,
