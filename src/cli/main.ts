@@ -15,6 +15,7 @@ import { registerMetrics } from "./commands/metrics.js";
 import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
 import { registerRun } from "./commands/run.js";
+import { registerUndo } from "./commands/undo.js";
 import { packageVersion } from "./version.js";
 
 /** Build the program; commands report their exit code through `exit`. */
@@ -36,6 +37,7 @@ export function buildProgram(exit: ExitState): Command {
   registerMetrics(program, exit);
   registerBudget(program, exit);
   registerCompact(program, exit);
+  registerUndo(program, exit);
   registerInstallSkill(program, exit);
   registerCompletion(program, exit);
   return program;

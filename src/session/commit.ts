@@ -9,6 +9,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
+import { readUndoRecords } from "./journal.js";
 import { formatWarning, openSession } from "./open.js";
 import { checkSessionOpen, refusalMessage } from "./pi-running.js";
 import { parseSessionText } from "./reader.js";
@@ -57,8 +58,14 @@ export async function writeRefusal(
   const live = liveSessionRefusal(session);
   if (live) return live;
   if (options.output) return null;
+  const last = readUndoRecords(session.path).pop();
   const check = await checkSessionOpen(
-    { path: session.path, cwd: typeof session.header?.cwd === "string" ? session.header.cwd : null, mtimeMs: session.mtimeMs },
+    {
+      path: session.path,
+      cwd: typeof session.header?.cwd === "string" ? session.header.cwd : null,
+      mtimeMs: session.mtimeMs,
+      lastChangeByCondense: last !== undefined && last.postSize === session.size,
+    },
     { fresh },
   );
   for (const w of check.warnings) warn(w);

@@ -10,8 +10,9 @@
  *    `PI_CODING_AGENT=true` is inherited from Pi) on that very session — refused.
  * 3. A Pi process — `comm` `pi` or `pi-rpc` (Pi sets `process.title`), or a node/bun process
  *    running pi-coding-agent whose title could not be set — whose working folder is the session's
- *    `cwd` (its header), and either the session changed after that Pi started, or it is the latest
- *    session of that folder (the one `pi -c` opens, found with that Pi's own environment) — refused.
+ *    `cwd` (its header), and either the session changed after that Pi started (unless that change
+ *    was condense's own last write), or it is the latest session of that folder (the one `pi -c`
+ *    opens, found with that Pi's own environment) — refused.
  * 4. A Pi process in the session's folder that meets neither condition — a warning: Pi overwrites its
  *    arguments with its title, so which session it has open cannot be read back.
  *
@@ -61,6 +62,8 @@ export interface SessionFacts {
   cwd: string | null;
   /** Modification time, epoch ms. */
   mtimeMs: number;
+  /** The last change was condense's own write (its undo record ends at the file's size): it says nothing about Pi. */
+  lastChangeByCondense?: boolean;
 }
 
 let platformWarned = false;
@@ -170,7 +173,7 @@ export async function checkSessionOpen(
 
 /** Why this Pi process is taken to have the session open, or null. */
 async function whyPiHasIt(p: ProcessInfo, session: SessionFacts, path: string, table: ProcessTable, now: number): Promise<string | null> {
-  if (p.startedMs !== null && session.mtimeMs > p.startedMs) {
+  if (!session.lastChangeByCondense && p.startedMs !== null && session.mtimeMs > p.startedMs) {
     return `this session changed after that Pi started (${ago(now - session.mtimeMs)})`;
   }
   const piEnv = table.environment(p.pid) ?? process.env;
