@@ -35,3 +35,8 @@ export function writtenLine(w: WriteFacts): string | null {
   if (w.written !== w.session) return `wrote ${w.written}: the bytes of ${w.session} + ${entries} (+${n(w.bytes)} bytes); ${w.session} is untouched`;
   return `wrote ${w.session}: +${entries}, +${n(w.bytes)} bytes · undo: ${undoCommand(w.session)}`;
 }
+
+/** A result with, when it wrote its session in place, the `undo` command that removes that write (for `--json`). */
+export function withUndo<T extends { session: string; written: string | null }>(r: T): T & { undo?: string } {
+  return r.written !== null && r.written === r.session ? { ...r, undo: undoCommand(r.session) } : r;
+}

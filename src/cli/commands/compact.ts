@@ -16,7 +16,7 @@ import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { displayNames, Output } from "../output.js";
-import { writtenLine } from "../write-report.js";
+import { withUndo, writtenLine } from "../write-report.js";
 
 /** Version of the `--json` document. */
 export const COMPACT_SCHEMA = "condense.compact/1";
@@ -155,7 +155,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     if (options.json) {
       out.printJson({
         schema: COMPACT_SCHEMA,
-        sessions: results,
+        sessions: results.map(withUndo),
         failures: failures.map(({ session, error }) => ({ session, error })),
         ...(interrupted ? { interrupted } : {}),
         wallMs: Date.now() - started,

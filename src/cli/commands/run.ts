@@ -15,7 +15,7 @@ import { type CommonOptions, type ConfigFlags, configSources, type ExitState, wi
 import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
 import { formatEstimate } from "../estimate-table.js";
-import { writtenLine } from "../write-report.js";
+import { withUndo, writtenLine } from "../write-report.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
   dryRun?: boolean;
@@ -102,7 +102,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
     if (options.json) {
       out.printJson({
-        sessions: results,
+        sessions: results.map(withUndo),
         failures: failures.map(({ session, error }) => ({ session, error })),
         ...(interrupted ? { interrupted } : {}),
         wallMs: Date.now() - started,
