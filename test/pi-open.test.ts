@@ -111,7 +111,7 @@ describe("reading /proc (a made-up tree)", () => {
     expect(heldOpen.warnings).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^Pi is running in ${proj} \\(pi, pid 812, started .*\\); condense cannot tell which session it has open — if it is ${older}, exit Pi first`,
+          `^Pi is running in ${proj} \\(pi, pid 812, started .*\\); condense cannot tell which session it has open — if it is ${older} \\(or another one condense writes to now\\), exit Pi first`,
         ),
       ),
     ]);
@@ -128,6 +128,13 @@ describe("reading /proc (a made-up tree)", () => {
     expect(refusalMessage(older, changed)).toMatch(
       /; Pi's next message would leave condense's entries off the active branch; nothing was written — exit Pi first, or pass --force$/,
     );
+    // The same change made by condense itself (its undo record ends at the file's size) says
+    // nothing about Pi; a Pi already warned about is not warned about again.
+    const ours = await checkSessionOpen({ ...facts(older, piStart + 5_000), lastChangeByCondense: true }, { procRoot: root, env: {}, now: piStart + 65_000 });
+    expect(ours.refusals).toEqual([expect.stringMatching(/^it is open in another process \(tail/)]);
+    expect(ours.warnings).toEqual([
+      expect.stringMatching(new RegExp(`^Pi is running in ${proj} \\(node, pid 901, .*condense cannot tell which session it has open`)),
+    ]);
     // Another folder: nothing about Pi.
     const elsewhere = await checkSessionOpen({ path: latest, cwd: tmp.dir, mtimeMs: piStart + 5_000 }, { procRoot: root, env: {} });
     expect(elsewhere).toEqual({ checked: true, refusals: [], warnings: [], insidePi: false, byPi: false });

@@ -67,6 +67,7 @@ export interface SessionFacts {
 }
 
 let platformWarned = false;
+const warnedPis = new Set<number>();
 
 /** How long a scan of the open files is reused for the next file of the same command (ms). */
 const DESCRIPTORS_MS = 1000;
@@ -163,10 +164,14 @@ export async function checkSessionOpen(
     if (why) {
       byPi = true;
       refusals.push(`${where} and ${why}`);
-    } else
+    } else if (!warnedPis.has(p.pid)) {
+      // Once per Pi process and command, not once per session of its folder.
+      warnedPis.add(p.pid);
       warnings.push(
-        `${where}; condense cannot tell which session it has open — if it is ${session.path}, exit Pi first: its next message would leave condense's entries off the active branch`,
+        `${where}; condense cannot tell which session it has open — if it is ${session.path} (or another one condense writes to now), ` +
+          "exit Pi first: its next message would leave condense's entries off the active branch",
       );
+    }
   }
   return { checked: true, refusals, warnings, insidePi, byPi: insidePi || byPi };
 }
