@@ -10,11 +10,11 @@
  * truncate and fsync, then the sidecars, then the record. A record whose write is already gone (the
  * file is exactly its size before) is finished by removing its sidecars and dropping it.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, rmdirSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, rmdirSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { faultPoint } from "./fault.js";
 import { fsyncDir, readUndoRecords, sha256Hex, type UndoRecord, UNDO_KEEP, undoPath, writeDurable } from "./journal.js";
-import { removeCreatedSidecars } from "./recover.js";
+import { readRange, removeCreatedSidecars } from "./recover.js";
 
 /** Bytes appended after a recorded write, as far as they can be told apart. */
 export interface AppendedAfter {
@@ -103,17 +103,6 @@ export function removeWrite(session: string, record: UndoRecord, from: number): 
     );
   else rmSync(undoPath(session), { force: true });
   fsyncDir(dirname(session));
-}
-
-function readRange(fd: number, start: number, end: number): Buffer {
-  const buf = Buffer.allocUnsafe(Math.max(0, end - start));
-  let off = 0;
-  while (off < buf.length) {
-    const n = readSync(fd, buf, off, buf.length - off, start + off);
-    if (n === 0) break;
-    off += n;
-  }
-  return buf.subarray(0, off);
 }
 
 /** The entries in bytes appended after a write (complete lines that parse as objects). */
