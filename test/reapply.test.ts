@@ -9,7 +9,7 @@ import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BATCH_INSTRUCTIONS } from "../src/summarize/prompt.js";
-import { answerFromSummary, composeSummary } from "../src/summarize/refs.js";
+import { answerFromSummary, composeSummary, withoutRecoveryHint, withRecoveryHint } from "../src/summarize/refs.js";
 import { runCli } from "./cli-harness.js";
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
 import { importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
@@ -43,12 +43,18 @@ describe("Pi appends after run with a stale leaf; run applies condense's entries
   };
   /**
    * The batch summaries, and the fused answer of each chain (its body before the calls no summary
-   * covered, which name refs allocated in run order — the new batch takes the next number first).
+   * covered, which name refs allocated in run order — the new batch takes the next number first),
+   * without the recovery hint a run adds to one of them.
    */
   const summaries = (entries: Entry[]) =>
     entries
       .filter((e) => e.customType === "context-prune-summary" || e.customType === "context-prune-chain")
-      .map((e) => JSON.stringify([e.content ?? null, e.data?.rangeSummaryText?.split("\n\nNot summarized in this span:\n")[0] ?? null]));
+      .map((e) =>
+        JSON.stringify([
+          typeof e.content === "string" ? withoutRecoveryHint(e.content) : null,
+          e.data?.rangeSummaryText ? withoutRecoveryHint(e.data.rangeSummaryText).split("\n\nNot summarized in this span:\n")[0] : null,
+        ]),
+      );
 
   it("reports, re-applies with 0 model calls for the stored summaries, and Pi then sees them", async () => {
     const file = path.join(tmp.dir, "s.jsonl");
@@ -180,6 +186,13 @@ describe("answerFromSummary: a stored summary back to the answer it was composed
     if (answer.includes("- `t8`")) return;
     const others = refs.map((r, i) => ({ ...r, shortId: `t${20 + i}` }));
     expect(composeSummary(back, others, names)).toBe(composeSummary(answer, others, names));
+  });
+
+  it("the recovery hint a run adds to one summary, and the footer of refs not named inline, are not part of the answer", () => {
+    const stored = composeSummary("- [[1:bash]] ran ls", refs, names);
+    expect(stored).toContain("Also pruned here: `t8`, `t9`.");
+    expect(answerFromSummary(withRecoveryHint(stored), refs, names)).toBe("- [[1:bash]] ran ls");
+    expect(composeSummary(answerFromSummary(withRecoveryHint(stored), refs, names), refs, names)).toBe(stored);
   });
 
   it("labels come back where refs were substituted", () => {

@@ -123,7 +123,7 @@ export interface InterruptedJson {
 }
 
 /** What `--json` reports about an interrupted batch (the document's `interrupted` field). */
-export function interruptedJson(split: ReturnType<typeof splitOutcomes>): InterruptedJson {
+export function interruptedJson(split: { results: unknown[]; failures: unknown[]; untouched: string[] }): InterruptedJson {
   return { done: split.results.length, failed: split.failures.length, untouched: split.untouched };
 }
 
@@ -131,7 +131,7 @@ export function interruptedJson(split: ReturnType<typeof splitOutcomes>): Interr
  * The line that ends an interrupted batch: for a single session `<file>: interrupted; nothing
  * was written`, for several {@link interruptedLine}.
  */
-export function interruptedMessage(split: ReturnType<typeof splitOutcomes>, total: number): string {
+export function interruptedMessage(split: { results: unknown[]; failures: unknown[]; untouched: string[] }, total: number): string {
   if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted; nothing was written`;
   return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length });
 }

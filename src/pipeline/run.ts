@@ -4,14 +4,17 @@
  * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
  * through {@link RunHooks}; the command only parses options and prints the report.
  */
+import { dirname } from "node:path";
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
 import { commitRun, openForWrite, refuseIfOpenNow, type WriteOptions } from "../session/commit.js";
+import { sessionLabel, type SessionLabel } from "../session/label.js";
+import type { Session } from "../session/session.js";
+import { serializeAppend } from "../session/writer.js";
 import { emptyEstimate, type Estimate } from "../summarize/estimate.js";
 import { reusingSummarizer } from "../summarize/reuse.js";
 import { createEstimator, createSummarizer } from "../summarize/select.js";
 import type { Summarizer } from "../summarize/types.js";
-import type { Session } from "../session/session.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
 import { CondenseError } from "../util/errors.js";
@@ -51,11 +54,29 @@ export interface RunHooks {
   progress?(summarizerName: string, local: boolean): { update(p: FlushProgress): void; stop(): void } | null;
 }
 
+/**
+ * What a run adds on disk: the session grows by `appendBytes` (what was appended, or would be on a
+ * dry run) from `fileBytes`; sidecars (spilled outputs) go to `sidecarDirs`.
+ */
+export interface DiskGrowth {
+  fileBytes: number;
+  appendBytes: number;
+  sidecarFiles: number;
+  sidecarBytes: number;
+  /** Folders the sidecars go to (`<session id>-blobs/` beside the session), each once. */
+  sidecarDirs: string[];
+}
+
 /** What `run` reports per session (README "JSON output"). */
 export interface RunFileResult extends RunReport {
+  /** How a person knows the session: short id, date, name or first prompt. */
+  label: SessionLabel;
   dryRun: boolean;
   written: string | null;
   bytesAppended: number;
+  disk: DiskGrowth;
+  /** Warnings about this session (reader warnings, summarizer notices), as printed on stderr. */
+  warnings: string[];
   migratedFrom?: number;
   backup?: string;
   /** Dry runs: why the real run would refuse to write this session (it looks live; Pi or another process has it open). */
@@ -76,10 +97,14 @@ async function summarizerFor(
   options: RunSessionOptions,
   hooks: RunHooks,
   stranded: StrandedWrite[],
+  warnings: string[],
 ): Promise<{ summarizer: Summarizer; estimator: { estimate: Estimate } | null }> {
   const estimator = options.estimate ? await createEstimator(options.summarizer, options.config, session) : null;
-  const chosen =
-    estimator?.summarizer ?? (await createSummarizer(options.summarizer, options.config, session, { onNotice: (m) => hooks.notice(`${session.path}: ${m}`) }));
+  const onNotice = (m: string) => {
+    warnings.push(`${session.path}: ${m}`);
+    hooks.notice(`${session.path}: ${m}`);
+  };
+  const chosen = estimator?.summarizer ?? (await createSummarizer(options.summarizer, options.config, session, { onNotice }));
   const summarizer = stranded.length > 0 ? reusingSummarizer(chosen, storedAnswers(session, stranded)) : chosen;
   return { summarizer, estimator };
 }
@@ -100,17 +125,27 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   let path = file;
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (options.signal.aborted) throw interrupted();
-  const { session, migration, base, refusal } = await openForWrite(file, options, (m) => hooks.warn(m));
+  // Every warning also goes into the report (`run --json`).
+  const warnings: string[] = [];
+  const warn = (message: string) => {
+    warnings.push(message);
+    hooks.warn(message);
+  };
+  const { session, migration, base, refusal } = await openForWrite(file, options, warn);
   path = session.path;
+  const label = sessionLabel(session);
   const view = sessionView(session, options.config);
   // Entries of an earlier run that a later Pi write left off the branch: said, and applied again.
   const stranded = strandedWrites(session, view.indexer);
-  for (const w of stranded) hooks.warn(describeStranded(session, w, options.dryRun));
-  const done = (report: RunReport, written: string | null, bytesAppended: number): RunFileResult => ({
+  for (const w of stranded) warn(describeStranded(session, w, options.dryRun));
+  const done = (report: RunReport, written: string | null, bytesAppended: number, plan?: RunPlan): RunFileResult => ({
     ...report,
+    label,
     dryRun: options.dryRun,
     written,
     bytesAppended,
+    disk: diskGrowth(session, plan),
+    warnings,
     ...migration,
     ...(refusal ? { wouldRefuse: refusal } : {}),
     ...(stranded.length > 0 ? { stranded: stranded.map(strandedJson) } : {}),
@@ -119,7 +154,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
   const idle = options.output ? null : idleReport(view);
   if (idle) return options.estimate ? { ...done(idle, null, 0), dryRun: true, estimate: emptyEstimate(null) } : done(idle, null, 0);
-  const { summarizer, estimator } = await summarizerFor(session, options, hooks, stranded);
+  const { summarizer, estimator } = await summarizerFor(session, options, hooks, stranded, warnings);
   const progress = estimator ? null : (hooks.progress?.(summarizer.name, summarizer.local) ?? null);
   let plan: RunPlan;
   try {
@@ -138,9 +173,22 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     progress?.stop();
   }
   if (options.signal.aborted) throw interrupted();
-  if (estimator) return { ...done(plan.report, null, 0), dryRun: true, estimate: estimator.estimate };
-  if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0);
+  if (estimator) return { ...done(plan.report, null, 0, plan), dryRun: true, estimate: estimator.estimate };
+  if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0, plan);
   await refuseIfOpenNow(session, options);
   const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
-  return done(plan.report, written, bytesAppended);
+  return done(plan.report, written, bytesAppended, plan);
+}
+
+/** What the plan adds on disk (nothing without a plan). */
+function diskGrowth(session: Session, plan: RunPlan | undefined): DiskGrowth {
+  const entries = plan?.entries ?? [];
+  const sidecars = plan?.sidecars ?? [];
+  return {
+    fileBytes: session.size,
+    appendBytes: entries.length > 0 ? Buffer.byteLength(serializeAppend(session, entries), "utf8") : 0,
+    sidecarFiles: sidecars.length,
+    sidecarBytes: sidecars.reduce((n, s) => n + Buffer.byteLength(s.text, "utf8"), 0),
+    sidecarDirs: [...new Set(sidecars.map((s) => dirname(s.path)))],
+  };
 }

@@ -15,7 +15,7 @@ import { CUSTOM_TYPES } from "../entries/types.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { childrenOf, type Session } from "../session/session.js";
 import type { SessionEntry } from "../session/types.js";
-import { answerFromSummary } from "../summarize/refs.js";
+import { answerFromSummary, withoutRecoveryHint } from "../summarize/refs.js";
 import { batchKeyOf, fusionKeyOf, type StoredAnswers } from "../summarize/reuse.js";
 import { lineOf } from "../report/session-metrics.js";
 
@@ -106,12 +106,13 @@ export function storedAnswers(session: Session, stranded: StrandedWrite[]): Stor
       const occurrence = read.data.droppedOccurrenceKeys ?? [];
       const keys = chainLookupKeys({ middleOccurrenceKeys: occurrence, middleToolCallIds: read.data.droppedToolCallIds });
       const bodies = covering(keys, occurrence.length === 0);
-      // The fused answer is the body before the calls no summary covered (compress.ts coveredBody);
-      // a body that is just the summaries joined was no answer.
-      const text = read.data.rangeSummaryText;
+      // The fused answer is the body before the calls no summary covered (compress.ts coveredBody),
+      // without the recovery hint a run adds once; a body that is just the summaries joined was no answer.
+      const text = withoutRecoveryHint(read.data.rangeSummaryText);
       const cut = text.indexOf(UNCOVERED_HEADING);
       const answer = cut >= 0 ? text.slice(0, cut) : text;
-      if (bodies.length >= 2 && read.data.bodySource !== "deterministic" && answer !== bodies.join("\n\n")) fusions.set(fusionKeyOf(bodies), answer);
+      const joined = bodies.map(withoutRecoveryHint).join("\n\n");
+      if (bodies.length >= 2 && read.data.bodySource !== "deterministic" && answer !== joined) fusions.set(fusionKeyOf(bodies), answer);
     }
   }
   return { batches, fusions };
