@@ -140,18 +140,38 @@ function formatBudget(path: string, report: PiCompactionReport, chart: boolean, 
   if (summary.unknownModels.length > 0) lines.push(`unknown models (no window): ${summary.unknownModels.join(", ")}`);
   if (report.rows.some((r) => r.tokensFrom === "earlier")) lines.push("* tokens of an earlier turn (this turn reported no usable usage)");
   if (report.rows.some((r) => r.windowFrom === "override")) lines.push("= window from --context-window");
-  if (chart) {
-    const width = Math.max(20, Math.min(80, ((out.stdout as { columns?: number }).columns ?? 80) - 10));
-    const plot = budgetChart(report.rows, { width, piMarks: report.rows.map((r) => r.piCompaction !== null) });
-    if (plot.length > 0) {
-      lines.push(
-        "",
-        `tokens per tool-using turn (─ budget level${report.rows.length > width ? `, ${Math.ceil(report.rows.length / width)} turns per column` : ""}; B budget, D delta, C Pi compacts)`,
-      );
-      lines.push(...plot);
-    }
-  }
+  if (chart) lines.push(...chartLines(report, terminalColumns(out)));
   return lines.join("\n");
+}
+
+/** Columns of the terminal on stdout; else `COLUMNS` when it is a positive integer; else 80. */
+function terminalColumns(out: Output): number {
+  const tty = out.stdout as { isTTY?: boolean; columns?: number };
+  if (tty.isTTY && tty.columns && tty.columns > 0) return tty.columns;
+  const fromEnv = Number(process.env.COLUMNS);
+  return Number.isInteger(fromEnv) && fromEnv > 0 ? fromEnv : 80;
+}
+
+/** The chart of tokens per turn: at most 80 bars, every line within `columns` terminal columns. */
+function chartLines(report: PiCompactionReport, columns: number): string[] {
+  const plot = budgetChart(report.rows, { width: 80, maxWidth: columns, piMarks: report.rows.map((r) => r.piCompaction !== null) });
+  if (plot.length === 0) return [];
+  const axis = plot.find((l) => l.includes("└")) ?? "";
+  const bars = axis.length - axis.indexOf("└") - 1;
+  const per = report.rows.length > bars ? `, ${Math.ceil(report.rows.length / bars)} turns per column` : "";
+  const caption = [...wrap(`tokens per tool-using turn (─ budget level${per})`, columns), ...wrap("B budget, D delta, C Pi compacts", columns)];
+  return ["", ...caption, ...plot];
+}
+
+/** Words on lines of at most `columns` characters (a longer word stands alone). */
+function wrap(text: string, columns: number): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(" ")) {
+    const last = lines.length - 1;
+    if (last >= 0 && lines[last].length + 1 + word.length <= columns) lines[last] += ` ${word}`;
+    else lines.push(word);
+  }
+  return lines;
 }
 
 /** Where Pi itself would have auto-compacted, in one line. */
