@@ -7,10 +7,13 @@
 import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
-import type { ToolCallIndexer } from "../prune/indexer.js";
 import { diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
-import type { ContextMetrics, FlushMetricsData, StatsData } from "../entries/types.js";
+import type { ContextMetrics, DiagnosticData, FlushMetricsData, StatsData } from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
+import { ToolCallIndexer } from "../prune/indexer.js";
+import { contextOccurrences } from "../prune/occurrences.js";
+import { sizeMessages } from "../report/counts.js";
+import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recovery.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
 import type { NewEntry, SessionEntry } from "../session/types.js";
@@ -43,13 +46,18 @@ export interface RunPlan {
 
 /**
  * Plan the main job on a session. Reads the capture and the render of the session as read, then
- * advances `view.indexer` through the flush and the chain compression.
+ * advances `view.indexer` through the flush, the chain compression and the recovery index.
+ *
+ * `run` never makes the context Pi sends larger: when the planned render would be larger than the
+ * render as read, the summaries and chains are withheld (the report says why) and only what
+ * leaves the context as it is — the recovery index and new diagnostics — is planned.
  * @throws CondenseError (exit 130) when `signal` aborts during summarization
  */
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
   const metrics = computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
+  const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
   const capture = view.capture;
   const flush = await flushBatches(capture.batches, view.indexer, {
     config: view.config,
@@ -61,26 +69,80 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     onProgress: options.onProgress,
   });
   const chains = await compressStep(view, options, failedKeys(capture.batches, flush.outcomes));
-  const payloads: NewEntry[] = [
-    ...flush.entries,
-    ...(chains?.entries ?? []),
-    ...bookkeeping(view.indexer, { capture, flush, chains, metrics, nowMs: options.nowMs }),
-    ...(chains?.diagnostics ?? []),
-  ];
-  const { entries, after } = chainWithDiagnostics(view, payloads, before, options.nowMs);
-  const sidecars = [...flush.sidecars, ...(chains?.sidecars ?? [])];
+  const pruning = [...flush.entries, ...(chains?.entries ?? [])];
+  const full = finishPlan(view, options, {
+    indexer: view.indexer,
+    pruning,
+    tail: [...bookkeeping(view.indexer, { capture, flush, chains, metrics, nowMs: options.nowMs }), ...(chains?.diagnostics ?? [])],
+    collisions,
+  });
+  let plan = full;
+  let withheld: RunReport["withheld"] = null;
+  if (pruning.length > 0 && sizeMessages(full.after.after).chars > sizeMessages(before.after).chars) {
+    // Summaries and chains would grow the context: plan only what leaves it as it is.
+    plan = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
+    withheld = grewBy(before, full.after, flush, chains);
+  }
+  const sidecars = [...(plan === full ? [...flush.sidecars, ...(chains?.sidecars ?? [])] : []), ...plan.recovery.sidecars];
   const report = runReport({
     session: view.session.path,
     summarizer: options.summarizer.name,
     capture,
-    flush,
-    chains,
+    flush: plan === full ? flush : emptyFlush(flush),
+    chains: plan === full ? chains : null,
     before,
-    after,
-    entriesAppended: entries.length,
+    after: plan.after,
+    entriesAppended: plan.entries.length,
     sidecars: sidecars.length,
+    recovered: plan.recovery.recovered,
+    withheld,
   });
-  return { entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...entries] };
+  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries] };
+}
+
+/** The entries of a plan, chained, with the render after them and the recovery they hold. */
+interface Finished {
+  entries: SessionEntry[];
+  after: Rendered;
+  recovery: RecoveryPlan;
+}
+
+/**
+ * Chain the pruning entries, render the branch with them, index what that render removes
+ * (recovery), then add the tail (bookkeeping) and the diagnostics not recorded yet — those of the
+ * render and the occurrence collisions. Custom entries do not change the render, so the render of
+ * the pruning entries is the render of the whole plan.
+ */
+function finishPlan(
+  view: SessionView,
+  options: PlanOptions,
+  parts: { indexer: ToolCallIndexer; pruning: NewEntry[]; tail: NewEntry[]; collisions: DiagnosticData[] },
+): Finished {
+  const nowIso = new Date(options.nowMs).toISOString();
+  const draft = chainEntries(view.session, parts.pruning, nowIso);
+  const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
+  const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
+  const diagnostics = unrecordedDiagnostics(view.branch, [...after.diagnostics, ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))]);
+  const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail, ...diagnostics.map(diagnosticEntry)];
+  return { entries: chainEntries(view.session, payloads, nowIso), after, recovery };
+}
+
+/** Why summaries and chains were withheld: the render would have grown. */
+function grewBy(before: Rendered, after: Rendered, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
+  const from = sizeMessages(before.after);
+  const to = sizeMessages(after.after);
+  return {
+    reason:
+      `the rendered context would grow from ${from.chars.toLocaleString("en-US")} to ${to.chars.toLocaleString("en-US")} chars ` +
+      `(${flush.summarizedCalls} summarized call(s): ${flush.summaryChars.toLocaleString("en-US")} summary chars for ${flush.rawChars.toLocaleString("en-US")} raw chars; ` +
+      `${chains?.chainsCompressed ?? 0} compressed chain(s)); summaries and chains were not written`,
+    context: to,
+  };
+}
+
+/** A flush that wrote nothing, for the report of a plan whose summaries were withheld. */
+function emptyFlush(flush: FlushResult): FlushResult {
+  return { ...flush, entries: [], sidecars: [], spilledCalls: 0, dedupedCalls: 0, summarizedCalls: 0, rawChars: 0, summaryChars: 0 };
 }
 
 /**
@@ -134,21 +196,6 @@ function bookkeeping(
     metrics: run.metrics,
   };
   return [...(flush.frontier ? [frontierEntry(flush.frontier)] : []), statsEntry(stats), flushMetricsEntry(flushMetrics)];
-}
-
-/**
- * Give the payloads ids, render the branch with them, and add the diagnostics of that render that
- * the branch does not record yet. Re-chaining gives the entries before them the same ids (ids are
- * deterministic), and custom entries do not change the render.
- */
-function chainWithDiagnostics(view: SessionView, payloads: NewEntry[], before: Rendered, nowMs: number): { entries: SessionEntry[]; after: Rendered } {
-  const nowIso = new Date(nowMs).toISOString();
-  const entries = chainEntries(view.session, payloads, nowIso);
-  const after = entries.length > 0 ? renderBranch([...view.branch, ...entries], view.config) : before;
-  const diagnostics = unrecordedDiagnostics(view.branch, after.diagnostics);
-  if (diagnostics.length === 0) return { entries, after };
-  const withDiagnostics = [...payloads, ...diagnostics.map(diagnosticEntry)];
-  return { entries: chainEntries(view.session, withDiagnostics, nowIso), after };
 }
 
 /** Occurrence keys of the captured calls whose batch failed to summarize. */

@@ -9,6 +9,7 @@ import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import type { SummarizerUsage } from "../summarize/types.js";
+import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
 
 export interface RunReport {
@@ -22,7 +23,19 @@ export interface RunReport {
     skippedOversized: number;
     failed: number;
   };
-  calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
+  calls: {
+    spilled: number;
+    deduped: number;
+    protected: number;
+    summarized: number;
+    unanswered: number;
+    /** Answered calls whose result the orphan sweep removes: indexed for recovery, never summarized. */
+    swept: number;
+    /** Answered calls left raw: another result of the context shares their occurrence key. */
+    ambiguous: number;
+    /** Failed calls left raw: error purge takes their arguments, which a stub would bring back. */
+    keptForErrorPurge: number;
+  };
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
   context: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
@@ -30,6 +43,10 @@ export interface RunReport {
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
   sidecars: number;
+  /** Tool results the render removes that this run indexed, so that `query <ref>` recovers them. */
+  recovered: RecoveredResult[];
+  /** Set when summaries and chains were not written because the context would have grown. */
+  withheld: { reason: string; context: { chars: number; tokens: number } } | null;
 }
 
 /** What a planned run did, for its report. */
@@ -43,6 +60,8 @@ export interface RunFacts {
   after: Rendered;
   entriesAppended: number;
   sidecars: number;
+  recovered: RecoveredResult[];
+  withheld: RunReport["withheld"];
 }
 
 /** The report of a planned run. */
@@ -66,6 +85,9 @@ export function runReport(facts: RunFacts): RunReport {
       protected: capture.protectedCalls,
       summarized: flush.summarizedCalls,
       unanswered: capture.unanswered,
+      swept: capture.swept,
+      ambiguous: capture.ambiguous,
+      keptForErrorPurge: capture.keptForErrorPurge,
     },
     chars: { raw: flush.rawChars, summary: flush.summaryChars },
     chains: {
@@ -79,6 +101,8 @@ export function runReport(facts: RunFacts): RunReport {
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
     sidecars: facts.sidecars,
+    recovered: facts.recovered,
+    withheld: facts.withheld,
   };
 }
 
@@ -89,7 +113,16 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     session,
     summarizer: "none (nothing to do)",
     batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
-    calls: { spilled: 0, deduped: 0, protected: capture.protectedCalls, summarized: 0, unanswered: capture.unanswered },
+    calls: {
+      spilled: 0,
+      deduped: 0,
+      protected: capture.protectedCalls,
+      summarized: 0,
+      unanswered: capture.unanswered,
+      swept: capture.swept,
+      ambiguous: capture.ambiguous,
+      keptForErrorPurge: capture.keptForErrorPurge,
+    },
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size, after: size },
@@ -97,5 +130,7 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     failures: [],
     entriesAppended: 0,
     sidecars: 0,
+    recovered: [],
+    withheld: null,
   };
 }

@@ -60,7 +60,7 @@ export class SessionView {
 
   /** Batches the flush would take, against the index as read. */
   get capture(): CaptureResult {
-    this.captured ??= captureBatches(this.branch, this.indexer, this.isProtected, this.config.batchingMode, this.context);
+    this.captured ??= captureBatches(this.branch, this.indexer, this.isProtected, this.config.batchingMode, this.context, this.config.purgeErrors);
     return this.captured;
   }
 

@@ -35,7 +35,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
 
   // Phase 4: orphan sweep (always).
   const swept = sweepOrphanToolResults(current);
-  if (swept.sweptIds.length > 0) diagnostics.push(orphanSweepDiagnostic(swept.sweptIds));
+  if (swept.swept.length > 0) diagnostics.push(orphanSweepDiagnostic(swept.swept));
   current = swept.messages;
   phases.push({ phase: "orphan-sweep", messages: current });
 

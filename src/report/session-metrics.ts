@@ -192,7 +192,7 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
   const rendered = view.rendered;
   const before = sizeOf(rendered.before, tokenizer, lengthOf);
   const after = sizeOf(rendered.after, tokenizer, lengthOf);
-  const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where);
+  const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where, rendered.afterAgent);
   return {
     session: session.path,
     id: session.id,
