@@ -109,7 +109,9 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
       const pct = before.tokens > 0 ? (100 * (before.tokens - after.tokens)) / before.tokens : 0;
       return h("td", { "data-sort-value": String(pct) }, `${fmt(before.tokens - after.tokens, "int")} (${fmt(pct, "pct")})`);
     });
-    body.append(h("tr", { "data-session": s.anchor }, h("td", { "data-sort-value": s.label.title || s.session }, link), ...cells));
+    body.append(
+      h("tr", { "data-session": s.anchor, "data-index": body.children.length }, h("td", { "data-sort-value": s.label.title || s.session }, link), ...cells),
+    );
   }
   for (const f of doc.failures) body.append(h("tr", { class: "failed" }, h("td", { colspan: cols.length + 1 }, `${f.session}: ${f.error}`)));
   const table = h("table", { class: "sessions" }, h("thead", {}, head), body);
@@ -139,7 +141,8 @@ export function sortRows(table: HTMLElement, i: number): void {
   rows.sort((a, b) => {
     const [x, y] = [key(a), key(b)];
     const order = numeric ? (x === "" ? -Infinity : Number(x)) - (y === "" ? -Infinity : Number(y)) : x.localeCompare(y);
-    return descending ? -order : order;
+    // Ties keep the order of the document.
+    return (descending ? -order : order) || Number(a.getAttribute("data-index")) - Number(b.getAttribute("data-index"));
   });
   for (const r of rows) body.insertBefore(r, body.querySelector("tr.failed"));
 }
