@@ -1,7 +1,7 @@
 /**
  * The `condense report --html` page in a real browser (issue 20): Debian's Chromium, headless,
  * driven by playwright-core's library API with a fresh profile, on three shared sessions and an
- * archive of all of them. The page loads without console errors or requests; every chart's data
+ * archive of all of them (that one from the compiled CLI, in worker threads). The page loads without console errors or requests; every chart's data
  * equals the document's figures (the per-turn series from the budget rows, the before → after bars
  * from run and compact); every number shown equals its field of the embedded document; the
  * archive's table sorts and links to the sections; the page of the largest shared session is under
@@ -17,6 +17,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
 import { REPO_ROOT, SHARED_SESSIONS } from "./helpers.js";
 
@@ -80,6 +81,7 @@ function expectedTurnSeries(s: any): { labels: string[]; data: (number | null)[]
 describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
   let context: BrowserContext;
   let profile: string;
+  let cli: ReturnType<typeof buildCli> | undefined;
   const pages = new Map<string, string>();
 
   beforeAll(async () => {
@@ -93,7 +95,16 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
       pages.set(name, file);
     };
     for (const name of THREE) await make(name.replace(/\.jsonl$/, ""), [shared(name)]);
-    await make("archive", [SHARED_SESSIONS]);
+    // The archive from the compiled CLI, two sessions at a time in worker threads: the page script
+    // as the package ships it (compiled by tsc), the document as the workers build it.
+    cli = buildCli("report-browser");
+    const archive = path.join(ARTIFACTS, "report-archive.html");
+    const built = spawnSync(process.execPath, [cli.bin, "report", SHARED_SESSIONS, "--jobs", "2", "--quiet", "--html", archive], {
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
+    expect(built.status, built.stderr).toBe(0);
+    pages.set("archive", archive);
     profile = mkdtempSync(path.join(tmpdir(), "condense-chromium-"));
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
@@ -106,6 +117,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
   afterAll(async () => {
     await context?.close();
     if (profile) rmSync(profile, { recursive: true, force: true });
+    cli?.cleanup();
   });
 
   async function open(name: string): Promise<Loaded> {
