@@ -25,12 +25,6 @@ const LARGEST = readdirSync(SHARED_SESSIONS)
   .filter((f) => f.endsWith(".jsonl"))
   .sort((a, b) => statSync(shared(b)).size - statSync(shared(a)).size)[0];
 
-async function json(...args: string[]): Promise<any> {
-  const r = await runCli(...args, "--json");
-  expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout);
-}
-
 /** `report --json` of one file, with the CLI's own fixed clock. */
 async function reportOf(file: string): Promise<any> {
   const r = await harness(["report", file, "--json"], env());
