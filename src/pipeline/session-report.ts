@@ -19,7 +19,7 @@ import { formatWarning } from "../session/open.js";
 import type { Session } from "../session/session.js";
 import { createSummarizer } from "../summarize/select.js";
 import { nowMs } from "../util/clock.js";
-import { budgetSession } from "./budget.js";
+import { budgetSession, unknownModelWarnings } from "./budget.js";
 import { planSessionCompaction } from "./compact.js";
 import { compactReport } from "./compact-report.js";
 import { idleReport } from "./pending.js";
@@ -39,7 +39,10 @@ export interface SessionReportOptions {
 /** Summarizer calls in parallel for the planned run (`run`'s default `--concurrency`). */
 const RUN_CONCURRENCY = 4;
 
-/** Whom the planned run writes for: this condense writes the extension's entries only. */
+/**
+ * Whom the planned run writes for, when its report does not say: the extension's entries. A run
+ * report that names its target (and stock Pi's context) is taken as it is.
+ */
 const RUN_TARGET: RunFigures["target"] = { used: "extension", reason: "condense run appends the pi-condense extension's entries" };
 
 /**
@@ -95,10 +98,10 @@ export async function reportSession(session: Session, config: PruneConfig, optio
     usage: sessionUsage(session.entries),
     metrics,
     budget: { contextWindow: options.contextWindow ?? null, ...budget.report },
-    run: { ...run.report, target: RUN_TARGET, context: { ...run.report.context, piOnly } },
+    run: { target: RUN_TARGET, ...run.report, context: { piOnly, ...run.report.context } },
     compact: compact.figures,
     markers: { compactions: compactionMarkers(view.branch, turnAt, where), modelSwitches: modelSwitches(view.branch, turnAt, where) },
     largestOutputs: largest,
-    warnings: [...readWarnings, ...new Set([...budget.warnings, ...compact.warnings])],
+    warnings: [...readWarnings, ...new Set([...budget.warnings, ...compact.warnings]), ...unknownModelWarnings(session.path, budget.report)],
   };
 }

@@ -75,7 +75,7 @@ export interface SessionReport {
   compact: CompactFigures;
   markers: { compactions: CompactionMarker[]; modelSwitches: ModelSwitchMarker[] };
   largestOutputs: ReportedOutput[];
-  /** Reader warnings, file problems, settings files that could not be read. */
+  /** Reader warnings, file problems, settings files that could not be read, models with no known window. */
   warnings: string[];
 }
 

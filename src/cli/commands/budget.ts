@@ -5,7 +5,7 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
-import { budgetSession } from "../../pipeline/budget.js";
+import { budgetSession, unknownModelWarnings } from "../../pipeline/budget.js";
 import { sessionView } from "../../pipeline/view.js";
 import { budgetChart } from "../../report/budget-chart.js";
 import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
@@ -72,9 +72,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     const { report, warnings } = await budgetSession(sessionView(session, config), { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
-    for (const model of report.summary.unknownModels) {
-      out.warn(`${session.path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
-    }
+    for (const w of unknownModelWarnings(session.path, report)) out.warn(w);
     if (options.json) {
       out.printJson({ schema: BUDGET_SCHEMA, session: session.path, contextWindow: contextWindow ?? null, ...report });
       return;
