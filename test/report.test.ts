@@ -231,6 +231,22 @@ describe("report --html", () => {
     expect(existsSync(path.join(blocker, "page.html"))).toBe(false);
   });
 
+  it("bad flags are usage errors naming the flag (exit 2), and nothing is written", async () => {
+    const small = shared("specstory-real-world-trimmed.v3.jsonl");
+    const page = path.join(tmp.dir, "never.html");
+    for (const [flag, value] of [
+      ["--top", "0"],
+      ["--context-window", "abc"],
+      ["--reserve-tokens", "-5"],
+      ["--jobs", "x"],
+    ]) {
+      const r = await runCli("report", small, flag, value, "--html", page);
+      expect(r.code, flag).toBe(2);
+      expect(r.stderr).toContain(`${flag}: expected`);
+    }
+    expect(existsSync(page)).toBe(false);
+  });
+
   it("prints a table without --html or --json, and leaves the sessions untouched", async () => {
     const file = copyInto(tmp.dir, shared("kimchi-session.v3.jsonl"), "untouched.jsonl");
     const before = readFileSync(file);

@@ -58,9 +58,8 @@ export function registerReport(program: Command, exit: ExitState): void {
     const out = new Output(options);
     if (options.html === "-" && options.json) throw new UsageError("--html - and --json both write to stdout; give --html a file");
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
-    const top = tokensFlag("--top", options.top) ?? 10;
-    const contextWindow = tokensFlag("--context-window", options.contextWindow);
-    if (contextWindow === 0) throw new UsageError("--context-window: expected a positive integer (tokens), got 0");
+    const top = positiveInt("--top", options.top, 10);
+    const contextWindow = options.contextWindow === undefined ? undefined : positiveInt("--context-window", options.contextWindow, 0);
     const taskOptions: ReportTaskOptions = {
       config: loadConfig(configSources(options)),
       top,
