@@ -227,6 +227,10 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
         await page.click(`table.sessions th:text-is("${column}")`);
         expect(await order(), column).toEqual(byDesc(key));
       }
+      // A second time, from the keyboard: ascending (ties keep the document's order).
+      await page.focus('table.sessions th:text-is("cost")');
+      await page.keyboard.press("Enter");
+      expect(await order()).toEqual([...doc.sessions].sort((a, b) => a.usage.cost - b.usage.cost).map((s: any) => s.anchor));
       const links = await page.evaluate(() => [...document.querySelectorAll("table.sessions a")].map((a) => a.getAttribute("href")));
       expect(links.sort()).toEqual(doc.sessions.map((s: any) => `#${s.anchor}`).sort());
       for (const s of doc.sessions) expect(await page.locator(`section#${s.anchor}`).count()).toBe(1);

@@ -115,7 +115,13 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
   }
   for (const f of doc.failures) body.append(h("tr", { class: "failed" }, h("td", { colspan: cols.length + 1 }, `${f.session}: ${f.error}`)));
   const table = h("table", { class: "sessions" }, h("thead", {}, head), body);
-  for (const [i, th] of [...head.querySelectorAll("th")].entries()) th.addEventListener("click", () => sortRows(table, i));
+  for (const [i, th] of [...head.querySelectorAll("th")].entries()) {
+    th.tabIndex = 0;
+    th.addEventListener("click", () => sortRows(table, i));
+    th.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" || e.key === " ") sortRows(table, i);
+    });
+  }
   const t = doc.totals;
   const totals = `${t.sessions} sessions${t.failed ? `, ${t.failed} failed` : ""} · ${fmt(t.bytes, "bytes")} · ${fmt(t.requests, "int")} requests · ${fmt(t.cost, "usd")}`;
   return h(
