@@ -45,6 +45,17 @@ const RUN_CONCURRENCY = 4;
  */
 const RUN_TARGET: RunFigures["target"] = { used: "extension", reason: "condense run appends the pi-condense extension's entries" };
 
+type Size = RunFigures["context"]["before"];
+
+/**
+ * The run's figures: its report, with whom it writes for and stock Pi's context before → after
+ * where the report does not carry them (a report that does is taken as it is).
+ */
+function runFigures(report: RunReport, piOnly: { before: Size; after: Size }): RunReport & RunFigures {
+  const own: RunReport & Partial<Pick<RunFigures, "target">> & { context: Partial<Pick<RunFigures["context"], "piOnly">> } = report;
+  return { ...own, target: own.target ?? RUN_TARGET, context: { ...own.context, piOnly: own.context.piOnly ?? piOnly } };
+}
+
 /**
  * `run --dry-run` with the deterministic summarizer (its report, as `run` prints it), and the
  * render after it. Advances `view`'s index to the state after the run.
@@ -98,7 +109,7 @@ export async function reportSession(session: Session, config: PruneConfig, optio
     usage: sessionUsage(session.entries),
     metrics,
     budget: { contextWindow: options.contextWindow ?? null, ...budget.report },
-    run: { target: RUN_TARGET, ...run.report, context: { piOnly, ...run.report.context } },
+    run: runFigures(run.report, piOnly),
     compact: compact.figures,
     markers: { compactions: compactionMarkers(view.branch, turnAt, where), modelSwitches: modelSwitches(view.branch, turnAt, where) },
     largestOutputs: largest,
