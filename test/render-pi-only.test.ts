@@ -113,12 +113,15 @@ describe("run and render say when Pi's settings leave the extension off", () => 
     `Switch it on with /pruner on in Pi, or set "contextPrune": { "enabled": true } in ${settings()}. ` +
     `It does not look installed either: pi install npm:pi-condense. ${advice}\n`;
 
-  it("run warns on stderr, also with --json (whose document stays as it was); --quiet silences it", async () => {
+  it("run warns on stderr, also with --json (whose document carries it in warnings); --quiet silences it", async () => {
     const env = { ...NOW, PI_CODING_AGENT_DIR: agentDir };
     const dry = await runCli(["run", file, "--dry-run", "--json"], env);
     expect(dry.code).toBe(0);
-    expect(dry.stderr).toBe(warning("condense render --as pi-only shows what Pi sends without it."));
-    expect(Object.keys(JSON.parse(dry.stdout))).toEqual(["sessions", "failures", "wallMs"]);
+    const text = warning("condense render --as pi-only shows what Pi sends without it.");
+    expect(dry.stderr).toBe(text);
+    const doc = JSON.parse(dry.stdout);
+    expect(Object.keys(doc)).toEqual(["sessions", "failures", "warnings", "wallMs"]);
+    expect(doc.warnings).toEqual([text.replace(/^warning: /, "").trimEnd()]);
     const quiet = await runCli(["run", file, "--dry-run", "--quiet"], env);
     expect(quiet.stderr).toBe("");
   });

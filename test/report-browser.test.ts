@@ -157,8 +157,8 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
         "run.context.after.tokens",
         "run.context.piOnly.before.tokens",
         "run.context.piOnly.after.tokens",
-        "compact.context.before",
-        "compact.context.after",
+        "compact.context.before.tokens",
+        "compact.context.after.tokens",
       ];
       expect(bars.series).toEqual(paths);
       expect(bars.data).toEqual([paths.map((p) => pick(s, p))]);

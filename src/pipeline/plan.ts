@@ -8,16 +8,25 @@ import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
 import { diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
-import type { ContextMetrics, DiagnosticData, FlushMetricsData, StatsData } from "../entries/types.js";
+import {
+  type ChainEntryData,
+  type ContextMetrics,
+  CUSTOM_TYPES,
+  type DiagnosticData,
+  type FlushMetricsData,
+  type StatsData,
+  type SummaryDetails,
+} from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { contextOccurrences } from "../prune/occurrences.js";
-import { sizeMessages } from "../report/counts.js";
+import { contextSize } from "../context/size.js";
 import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recovery.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
 import type { NewEntry, SessionEntry } from "../session/types.js";
 import { chainEntries } from "../session/writer.js";
+import { withRecoveryHint } from "../summarize/refs.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
@@ -32,6 +41,12 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
+  /**
+   * False when only the render after the run matters (a dry-run render, the "after" a command
+   * reports): the flush-metrics entry then carries zeros instead of the extension's JSON-measured
+   * context metrics, which cost a serialization of every branch message. Default true.
+   */
+  flushMetrics?: boolean;
 }
 
 export interface RunPlan {
@@ -42,24 +57,29 @@ export interface RunPlan {
   report: RunReport;
   /** The branch after the run (for `render --dry-run`). */
   afterBranch: SessionEntry[];
+  /** The render of `afterBranch`. */
+  after: Rendered;
 }
 
 /**
  * Plan the main job on a session. Reads the capture and the render of the session as read, then
  * advances `view.indexer` through the flush, the chain compression and the recovery index.
  *
- * `run` never makes the context Pi sends larger: when the planned render would be larger than the
- * render as read, the summaries and chains are withheld (the report says why) and only what
+ * `run` never makes the context Pi sends larger (`context/size.ts`, the measure every command
+ * reports): when the planned render would be larger than the render as read, the summaries and chains are withheld (the report says why) and only what
  * leaves the context as it is — the recovery index and new diagnostics — is planned.
  * @throws CondenseError (exit 130) when `signal` aborts during summarization
  */
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
-  const metrics = computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
+  const metrics =
+    options.flushMetrics === false
+      ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
+      : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
   const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
   const capture = view.capture;
-  const flush = await flushBatches(capture.batches, view.indexer, {
+  const flushed = await flushBatches(capture.batches, view.indexer, {
     config: view.config,
     summarizer: options.summarizer,
     concurrency: options.concurrency,
@@ -68,8 +88,11 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     signal: options.signal,
     onProgress: options.onProgress,
   });
-  const chains = await compressStep(view, options, failedKeys(capture.batches, flush.outcomes));
-  const pruning = [...flush.entries, ...(chains?.entries ?? [])];
+  const chains = await compressStep(view, options, failedKeys(capture.batches, flushed.outcomes));
+  const hinted = placeRecoveryHint([...flushed.entries, ...(chains?.entries ?? [])], flushed.summaryRoom);
+  const pruning = hinted.entries;
+  // A summary that carries the hint is that much longer: the frontier and the report count it.
+  const flush = withSummaryChars(flushed, hinted.summaryCharsAdded);
   const full = finishPlan(view, options, {
     indexer: view.indexer,
     pruning,
@@ -78,7 +101,7 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
   });
   let plan = full;
   let withheld: RunReport["withheld"] = null;
-  if (pruning.length > 0 && sizeMessages(full.after.after).chars > sizeMessages(before.after).chars) {
+  if (pruning.length > 0 && contextSize(full.after.afterAgent).chars > contextSize(before.afterAgent).chars) {
     // Summaries and chains would grow the context: plan only what leaves it as it is.
     plan = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
     withheld = grewBy(before, full.after, flush, chains);
@@ -97,7 +120,7 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     recovered: plan.recovery.recovered,
     withheld,
   });
-  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries] };
+  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries], after: plan.after };
 }
 
 /** The entries of a plan, chained, with the render after them and the recovery they hold. */
@@ -129,8 +152,8 @@ function finishPlan(
 
 /** Why summaries and chains were withheld: the render would have grown. */
 function grewBy(before: Rendered, after: Rendered, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
-  const from = sizeMessages(before.after);
-  const to = sizeMessages(after.after);
+  const from = contextSize(before.afterAgent);
+  const to = contextSize(after.afterAgent);
   return {
     reason:
       `the rendered context would grow from ${from.chars.toLocaleString("en-US")} to ${to.chars.toLocaleString("en-US")} chars ` +
@@ -196,6 +219,50 @@ function bookkeeping(
     metrics: run.metrics,
   };
   return [...(flush.frontier ? [frontierEntry(flush.frontier)] : []), statsEntry(stats), flushMetricsEntry(flushMetrics)];
+}
+
+/**
+ * The recovery hint, once per run (docs/design.md "Recovery hints"): at the end of the last summary
+ * this run writes that no chain compressed in this run hides and that stays within its batch's raw
+ * size with it; without one, at the end of the last chain body this run writes; else nowhere
+ * (the extension's stubs name `context_tree_query` themselves).
+ * @param entries the flush's entries, then the chain step's, in order
+ * @param room each summary entry's batch raw chars
+ */
+export function placeRecoveryHint(entries: NewEntry[], room: Map<NewEntry, number>): { entries: NewEntry[]; summaryCharsAdded: number } {
+  const hidden = new Set<string>();
+  for (const e of entries)
+    if (e.type === "custom" && e.customType === CUSTOM_TYPES.chain) for (const ref of (e.data as ChainEntryData).toolRefs ?? []) hidden.add(ref);
+  const fits = (e: NewEntry): e is NewEntry & { type: "custom_message"; content: string } => {
+    if (e.type !== "custom_message" || typeof e.content !== "string" || !room.has(e)) return false;
+    const refs = (e.details as SummaryDetails).toolCallRefs;
+    return !refs.some((r) => hidden.has(r.shortId)) && withRecoveryHint(e.content).length <= (room.get(e) ?? 0);
+  };
+  const out = [...entries];
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i];
+    if (fits(e)) {
+      const content = withRecoveryHint(e.content);
+      out[i] = { ...e, content };
+      return { entries: out, summaryCharsAdded: content.length - e.content.length };
+    }
+  }
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i];
+    if (e.type !== "custom" || e.customType !== CUSTOM_TYPES.chain) continue;
+    const data = e.data as ChainEntryData;
+    if (data.rangeSummaryText === undefined) continue;
+    out[i] = { ...e, data: { ...data, rangeSummaryText: withRecoveryHint(data.rangeSummaryText) } };
+    return { entries: out, summaryCharsAdded: 0 };
+  }
+  return { entries: out, summaryCharsAdded: 0 };
+}
+
+/** The flush result with `added` more summary characters (in its totals and its frontier). */
+function withSummaryChars(flush: FlushResult, added: number): FlushResult {
+  if (added === 0) return flush;
+  const frontier = flush.frontier ? { ...flush.frontier, summaryCharCount: flush.frontier.summaryCharCount + added } : null;
+  return { ...flush, summaryChars: flush.summaryChars + added, frontier };
 }
 
 /** Occurrence keys of the captured calls whose batch failed to summarize. */

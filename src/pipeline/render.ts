@@ -2,12 +2,15 @@
  * What `render` prints (docs/design.md §7): the context of a session as read, or with `--dry-run`
  * as it would be after `run` — planned in memory with the chosen summarizer, nothing written —
  * as Pi sends it with the pi-condense extension switched on, or (`--as pi-only`) as stock Pi
- * sends it without the extension.
+ * sends it without the extension. Also the "after" every command reports (docs/design.md
+ * "Context size"): the render after a run planned with the deterministic summarizer.
  */
-import { renderBranch, type Rendered } from "../render/render.js";
+import type { Rendered } from "../render/render.js";
+import type { AgentMessage } from "../session/types.js";
 import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
+import { pendingWork } from "./pending.js";
 import { planRun } from "./plan.js";
 import type { SessionView } from "./view.js";
 
@@ -34,14 +37,37 @@ export async function renderSession(view: SessionView, dryRun: SummarizerChoice 
   return { before, beforeAgent, after: before, afterAgent: beforeAgent, phases: [], diagnostics: [] };
 }
 
+/**
+ * The messages Pi sends in a mode, from a render made with the extension's phases: with the
+ * extension, the pruned context; without it (`pi-only`), Pi's own projection.
+ */
+export function sentMessages(rendered: Rendered, as: RenderAs): AgentMessage[] {
+  return as === "pi-only" ? rendered.beforeAgent : rendered.afterAgent;
+}
+
 async function renderExtension(view: SessionView, dryRun: SummarizerChoice | null): Promise<Rendered> {
   if (!dryRun) return view.rendered;
-  const summarizer = await createSummarizer(dryRun, view.config, view.session);
+  return renderAfterRun(view, dryRun);
+}
+
+/**
+ * The render of a session after `run`, planned in memory (nothing written): the render as read
+ * when the run would append nothing. Planning advances `view`'s index: read what needs the index
+ * as read first, or pass `view.fork()`.
+ * @param choice the summarizer (default: the deterministic one — no model, no network)
+ * @throws UsageError when the summarizer asked for cannot be used
+ */
+export async function renderAfterRun(view: SessionView, choice: SummarizerChoice = { kind: "deterministic" }): Promise<Rendered> {
+  const work = pendingWork(view);
+  if (work.batches === 0 && work.chains === 0 && work.diagnostics === 0) return view.rendered;
+  const summarizer = await createSummarizer(choice, view.config, view.session);
   const plan = await planRun(view, {
     summarizer,
     concurrency: DRY_RUN_CONCURRENCY,
     nowMs: nowMs(),
     targetPath: view.session.path,
+    // Only the render is wanted: the entries are never written.
+    flushMetrics: false,
   });
-  return renderBranch(plan.afterBranch, view.config);
+  return plan.after;
 }

@@ -7,7 +7,7 @@ import type { CompressResult } from "../chain/compress.js";
 import type { CaptureResult } from "../prune/capture.js";
 import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { Rendered } from "../render/render.js";
-import { sizeMessages } from "../report/counts.js";
+import { contextSize, type ContextSize } from "../context/size.js";
 import type { SummarizerUsage } from "../summarize/types.js";
 import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
@@ -38,7 +38,8 @@ export interface RunReport {
   };
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
-  context: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
+  /** The context Pi sends (`context/size.ts`), before and after the run. */
+  context: { before: ContextSize; after: ContextSize };
   usage: SummarizerUsage & { calls: number };
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
@@ -96,7 +97,7 @@ export function runReport(facts: RunFacts): RunReport {
       backfilledCalls: chains?.backfilledCalls ?? 0,
       waiting: chains?.waiting ?? 0,
     },
-    context: { before: sizeMessages(facts.before.after), after: sizeMessages(facts.after.after) },
+    context: { before: contextSize(facts.before.afterAgent), after: contextSize(facts.after.afterAgent) },
     usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
@@ -108,7 +109,7 @@ export function runReport(facts: RunFacts): RunReport {
 
 /** The report of a run that has nothing to do: the context as read, the calls capture saw. */
 export function idleRunReport(session: string, capture: CaptureResult, rendered: Rendered): RunReport {
-  const size = sizeMessages(rendered.after);
+  const size = contextSize(rendered.afterAgent);
   return {
     session,
     summarizer: "none (nothing to do)",

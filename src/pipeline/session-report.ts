@@ -8,9 +8,10 @@
  * Nothing is written; no model is called.
  */
 import type { PruneConfig } from "../config/config.js";
+import type { ToolCallIndexer } from "../prune/indexer.js";
 import { recoveryCommand } from "../context/vocabulary.js";
-import { renderBranch, type Rendered } from "../render/render.js";
-import { sizeMessages } from "../report/counts.js";
+import { contextSize } from "../context/size.js";
+import type { Rendered } from "../render/render.js";
 import { compactionMarkers, largestOutputs, modelSwitches, sessionUsage, turnLocator } from "../report/session-facts.js";
 import { computeSessionMetrics, lineOf } from "../report/session-metrics.js";
 import type { CompactFigures, ReportedOutput, RunFigures, SessionReport } from "../report/session-report.js";
@@ -24,6 +25,7 @@ import { planSessionCompaction } from "./compact.js";
 import { compactReport } from "./compact-report.js";
 import { idleReport } from "./pending.js";
 import { planRun } from "./plan.js";
+import { sentMessages } from "./render.js";
 import type { RunReport } from "./report.js";
 import { sessionView, type SessionView } from "./view.js";
 
@@ -58,14 +60,15 @@ function runFigures(report: RunReport, piOnly: { before: Size; after: Size }): R
 
 /**
  * `run --dry-run` with the deterministic summarizer (its report, as `run` prints it), and the
- * render after it. Advances `view`'s index to the state after the run.
+ * render after it, and the index after it (null when the run has nothing to do). Advances
+ * `view`'s index: pass a fork.
  */
-async function plannedRun(view: SessionView): Promise<{ report: RunReport; after: Rendered }> {
+async function plannedRun(view: SessionView): Promise<{ report: RunReport; after: Rendered; index: ToolCallIndexer | null }> {
   const idle = idleReport(view);
-  if (idle) return { report: idle, after: view.rendered };
+  if (idle) return { report: idle, after: view.rendered, index: null };
   const summarizer = await createSummarizer({ kind: "deterministic" }, view.config, view.session);
   const plan = await planRun(view, { summarizer, concurrency: RUN_CONCURRENCY, nowMs: nowMs(), targetPath: view.session.path });
-  return { report: plan.report, after: renderBranch(plan.afterBranch, view.config) };
+  return { report: plan.report, after: plan.after, index: view.indexer };
 }
 
 /** `compact --dry-run` with the zero-model summary, as `compact` prints it (without `wallMs`). */
@@ -85,30 +88,37 @@ async function plannedCompaction(session: Session, options: SessionReportOptions
 export async function reportSession(session: Session, config: PruneConfig, options: SessionReportOptions): Promise<SessionReport> {
   const view = sessionView(session, config);
   const where = (e: Parameters<typeof lineOf>[1]) => lineOf(session, e);
-  // Everything that reads the index as read comes before the planned run advances it.
-  const metrics = computeSessionMetrics(view);
+  const budget = await budgetSession(view, { contextWindow: options.contextWindow, reserveTokens: options.reserveTokens });
+  // The run is planned on a fork: this view's index stays as read (metrics, refs now).
+  const run = await plannedRun(view.fork());
+  const metrics = computeSessionMetrics(view, run.after);
   const readWarnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${session.path}: ${p.message}`)];
   metrics.warnings = readWarnings;
-  const budget = await budgetSession(view, { contextWindow: options.contextWindow, reserveTokens: options.reserveTokens });
-  const outputs = largestOutputs(view.items, options.top, where).map((o) => ({ ...o, refNow: view.indexer.shortRefFor(o.key) ?? null }));
-  const rendered = view.rendered;
-  const run = await plannedRun(view);
-  const largest: ReportedOutput[] = outputs.map((o) => {
-    const ref = view.indexer.shortRefFor(o.key) ?? null;
-    return { ...o, ref, query: ref ? recoveryCommand(ref, { session: session.path }) : null };
+  const indexAfter = run.index ?? view.indexer;
+  const largest: ReportedOutput[] = largestOutputs(view.items, options.top, where).map((o) => {
+    const ref = indexAfter.shortRefFor(o.key) ?? null;
+    return { ...o, refNow: view.indexer.shortRefFor(o.key) ?? null, ref, query: ref ? recoveryCommand(ref, { session: session.path }) : null };
   });
   const compact = await plannedCompaction(session, options);
+  const label = sessionLabel(session);
   const turnAt = turnLocator(view.branch, budget.report.rows);
-  const piOnly = { before: sizeMessages(rendered.before), after: sizeMessages(run.after.before) };
+  // What stock Pi sends, as `render --as pi-only` measures it: now, and after the run.
+  const piOnly = { before: contextSize(sentMessages(view.rendered, "pi-only")), after: contextSize(sentMessages(run.after, "pi-only")) };
   return {
     session: session.path,
     anchor: "",
-    label: sessionLabel(session),
+    label,
     fileVersion: session.fileVersion,
     bytes: session.size,
     usage: sessionUsage(session.entries),
     metrics,
-    budget: { contextWindow: options.contextWindow ?? null, ...budget.report },
+    // As `budget --json` prints it: the context Pi sends now → after the run, then the replay.
+    budget: {
+      label,
+      contextWindow: options.contextWindow ?? null,
+      context: { before: contextSize(view.rendered.afterAgent), after: contextSize(run.after.afterAgent) },
+      ...budget.report,
+    },
     run: runFigures(run.report, piOnly),
     compact: compact.figures,
     markers: { compactions: compactionMarkers(view.branch, turnAt, where), modelSwitches: modelSwitches(view.branch, turnAt, where) },

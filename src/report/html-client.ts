@@ -96,7 +96,7 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
     ["extension after run", "run.context.after.tokens", "int"],
     ["reclaim (extension)", "reclaim", "pct"],
     ["stock Pi after run", "run.context.piOnly.after.tokens", "int"],
-    ["after compact", "compact.context.after", "int"],
+    ["after compact", "compact.context.after.tokens", "int"],
     ["cost", "usage.cost", "usd"],
   ];
   const head = h("tr", {}, h("th", { "data-sort": "text" }, "session"), ...cols.map(([label]) => h("th", { "data-sort": "number" }, label)));
@@ -316,7 +316,7 @@ export function contextBars(s: SessionReport): HTMLElement {
   const groups: [string, string, string][] = [
     ["run — Pi with the extension switched on", "run.context.before.tokens", "run.context.after.tokens"],
     ["run — stock Pi, without the extension", "run.context.piOnly.before.tokens", "run.context.piOnly.after.tokens"],
-    ["compact — Pi's own compaction (Pi's estimate)", "compact.context.before", "compact.context.after"],
+    ["compact — Pi's own compaction", "compact.context.before.tokens", "compact.context.after.tokens"],
   ];
   const value = (path: string) => (typeof pick(s, path) === "number" ? (pick(s, path) as number) : 0);
   const max = Math.max(1, ...groups.flatMap(([, b, a]) => [value(b), value(a)]));

@@ -2,10 +2,11 @@
  * Facts about a session that `condense report` shows beside the figures other commands print
  * (docs/json-schemas.md, `condense.report/1`): what its requests cost as the provider reported it,
  * where the model changed and where a compaction was recorded (placed on the tool-using turns of
- * the budget replay), and the largest tool outputs in Pi's context with the ref that recovers them.
+ * the budget replay), and the largest tool outputs in Pi's context (measured as every command
+ * measures the context, `context/size.ts`) with the ref that recovers them.
  */
-import { ESTIMATED_IMAGE_CHARS, estimateMessageTokens } from "../compact/estimate.js";
 import type { ContextItem } from "../context/projection.js";
+import { messageChars, messageTokens } from "../context/size.js";
 import { resultKeyOf } from "../context/vocabulary.js";
 import { isMessageEntry, type AssistantMessage, type CompactionEntry, type SessionEntry, type ToolResultMessage } from "../session/types.js";
 import { keyArgument } from "../summarize/deterministic.js";
@@ -51,9 +52,9 @@ export interface LargestOutput {
   /** What the call did: its path, command, pattern, query or URL (the deterministic summary's key argument). */
   argument: string | null;
   isError: boolean;
-  /** Text characters of the result (an image counts 4800, as in Pi's estimate). */
+  /** Characters of the result in the one context measure (`context/size.ts`: its text, an image 4800). */
   chars: number;
-  /** Pi's estimate of the result message: `ceil(chars / 4)`. */
+  /** `ceil(chars / 4)`. */
   tokens: number;
 }
 
@@ -126,19 +127,6 @@ export function modelSwitches(
   return out;
 }
 
-/** Characters of a result's content as Pi's estimate counts them: text, and {@link ESTIMATED_IMAGE_CHARS} per image. */
-function resultChars(m: ToolResultMessage): number {
-  const content: unknown = m.content;
-  if (typeof content === "string") return content.length;
-  if (!Array.isArray(content)) return 0;
-  let chars = 0;
-  for (const b of content) {
-    if (b?.type === "text" && typeof b.text === "string") chars += b.text.length;
-    else if (b?.type === "image") chars += ESTIMATED_IMAGE_CHARS;
-  }
-  return chars;
-}
-
 /**
  * The `top` largest tool results of the context (Pi's projection), largest first (ties in context
  * order), each with the arguments of the call that the nearest assistant message before it made.
@@ -161,8 +149,8 @@ export function largestOutputs(items: ContextItem[], top: number, lineOf: (e: Se
       toolName: r.toolName,
       argument: keyArgument(calls.get(r.toolCallId)) ?? null,
       isError: !!r.isError,
-      chars: resultChars(r),
-      tokens: estimateMessageTokens(r),
+      chars: messageChars(r),
+      tokens: messageTokens(r),
     });
   }
   return found

@@ -5,6 +5,7 @@
  * the same functions, plus the facts only the report shows (session-facts.ts). The page is a view
  * of this document: every number on it comes from here.
  */
+import type { ContextSize } from "../context/size.js";
 import type { SessionLabel } from "../session/label.js";
 import type { PiCompactionReport } from "./budget-compaction.js";
 import type { CompactionMarker, LargestOutput, ModelSwitchMarker, SessionUsage } from "./session-facts.js";
@@ -13,13 +14,11 @@ import type { SessionMetrics } from "./session-metrics.js";
 /** Version of the document; bumped only on an incompatible change. */
 export const REPORT_SCHEMA = "condense.report/1";
 
-export interface Size {
-  chars: number;
-  tokens: number;
-}
+/** The one context measure (`context/size.ts`): messages that reach the provider, Pi's characters, Σ ceil(chars / 4). */
+export type Size = ContextSize;
 
 /** `budget --json` of the session, without `schema` and `session`. */
-export type BudgetDocument = PiCompactionReport & { contextWindow: number | null };
+export type BudgetDocument = PiCompactionReport & { label: SessionLabel; contextWindow: number | null; context: { before: Size; after: Size } };
 
 /** What the report reads of `run --dry-run --json` for the session (the object holds every field run prints). */
 export interface RunFigures {
@@ -45,7 +44,10 @@ export interface CompactFigures {
   firstKeptLine: number | null;
   messagesToSummarize: number | null;
   tokensBefore: number | null;
-  context: { before: number; after: number };
+  /** Pi's estimate (what its trigger compares) before and after the entry. */
+  piEstimate: { before: number; after: number };
+  /** The context Pi sends before and after the entry (the one measure). */
+  context: { before: Size; after: Size };
   fits: boolean | null;
 }
 
@@ -85,7 +87,7 @@ export interface ReportTotals {
   bytes: number;
   requests: number;
   cost: number;
-  /** Sums of `run.context.before/after.tokens` and `run.context.piOnly.before/after.tokens`, and of `compact.context.before/after`. */
+  /** Sums of the `tokens` of `run.context.before/after`, `run.context.piOnly.before/after` and `compact.context.before/after`. */
   runBeforeTokens: number;
   runAfterTokens: number;
   piOnlyBeforeTokens: number;
@@ -123,7 +125,7 @@ export function reportTotals(sessions: SessionReport[], failed: number): ReportT
     runAfterTokens: sum((s) => s.run.context.after.tokens),
     piOnlyBeforeTokens: sum((s) => s.run.context.piOnly.before.tokens),
     piOnlyAfterTokens: sum((s) => s.run.context.piOnly.after.tokens),
-    compactBeforeTokens: sum((s) => s.compact.context.before),
-    compactAfterTokens: sum((s) => s.compact.context.after),
+    compactBeforeTokens: sum((s) => s.compact.context.before.tokens),
+    compactAfterTokens: sum((s) => s.compact.context.after.tokens),
   };
 }

@@ -17,7 +17,9 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { UsageError } from "../../util/errors.js";
 import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
-import { displayNames, Output } from "../output.js";
+import { formatBytes, n, percentChange, shortCount } from "../format.js";
+import { Output, sessionLabels, wrapWords } from "../output.js";
+import type { Column } from "../table.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, tokensFlag, withConfigOptions } from "../options.js";
 import { REPORT_TASK_MODULE, reportTask, type ReportTaskOptions } from "../report-task.js";
 import { packageVersion } from "../version.js";
@@ -115,30 +117,54 @@ async function writePage(doc: ReportDocument, library: ChartLibrary, file: strin
   out.info(`wrote ${target} (${kb.toLocaleString("en-US")} KB, ${doc.sessions.length} session${doc.sessions.length === 1 ? "" : "s"})`);
 }
 
-const n = (v: number | null) => (v === null ? "—" : v.toLocaleString("en-US"));
+/** The table's columns: every one, and the ones kept on a narrow terminal. */
+const WIDE: Column[] = [
+  { head: "session", fit: true, minWidth: 24 },
+  { head: "size", align: "right" },
+  { head: "peak reported", align: "right" },
+  { head: "run: extension", align: "right" },
+  { head: "run: stock Pi", align: "right" },
+  { head: "compact", align: "right" },
+  { head: "Pi compacts", align: "left" },
+  { head: "cost", align: "right" },
+];
+const COMPACT: Column[] = [
+  { head: "session", fit: true, minWidth: 16 },
+  { head: "run: extension", align: "right" },
+  { head: "run: stock Pi", align: "right" },
+  { head: "compact", align: "right" },
+];
 
-/** The table without a browser: one row per session. */
+/** The table without a browser: one row per session, fitted to the terminal. */
 function formatTable(doc: ReportDocument, out: Output): string {
-  const names = displayNames(doc.sessions.map((s) => s.session));
-  const rows = doc.sessions.map((s, i) => [
-    names[i],
-    `${Math.round(s.bytes / 1024).toLocaleString("en-US")} KB`,
-    n(s.budget.summary.peakTokens),
-    `${n(s.run.context.before.tokens)} → ${n(s.run.context.after.tokens)}`,
-    `${n(s.run.context.piOnly.before.tokens)} → ${n(s.run.context.piOnly.after.tokens)}`,
-    `${n(s.compact.context.before)} → ${n(s.compact.context.after)}`,
-    s.budget.summary.piCompactions.length > 0 ? `turn ${s.budget.summary.piCompactions.map((p) => p.turn ?? "—").join(", ")}` : "never",
-    `$${s.usage.cost.toFixed(2)}`,
+  const labels = sessionLabels(doc.sessions);
+  const change = (before: number, after: number, short: boolean) =>
+    `${(short ? shortCount : n)(before)} → ${(short ? shortCount : n)(after)} (${percentChange(before, after)})`;
+  const figures = (s: SessionReport, short: boolean) => [
+    change(s.run.context.before.tokens, s.run.context.after.tokens, short),
+    change(s.run.context.piOnly.before.tokens, s.run.context.piOnly.after.tokens, short),
+    change(s.compact.context.before.tokens, s.compact.context.after.tokens, short),
+  ];
+  const wide = doc.sessions.map((s, i) => {
+    const [extension, stock, compact] = figures(s, false);
+    const pi = s.budget.summary.piCompactions;
+    const peak = s.budget.summary.peakTokens;
+    return [
+      labels[i],
+      formatBytes(s.bytes),
+      peak === null ? "—" : n(peak),
+      extension,
+      stock,
+      compact,
+      pi.length > 0 ? `turn ${pi.map((p) => p.turn ?? "—").join(", ")}` : "never",
+      `$${s.usage.cost.toFixed(2)}`,
+    ];
+  });
+  const narrow = doc.sessions.map((s, i) => [labels[i], ...figures(s, true)]);
+  const { text } = out.fitted([
+    { columns: WIDE, rows: wide },
+    { columns: COMPACT, rows: narrow },
   ]);
-  const table = out.table(["session", "size", "peak reported", "run (extension)", "run (stock Pi)", "compact (Pi est.)", "Pi compacts", "cost"], rows, [
-    "left",
-    "right",
-    "right",
-    "right",
-    "right",
-    "right",
-    "left",
-    "right",
-  ]);
-  return `${table}\n${out.c.dim("tokens before → after; condense report --html FILE draws them per turn")}`;
+  const legend = "~tokens Pi sends now → after run (with the extension, and stock Pi) and after compact · condense report --html FILE draws them per turn";
+  return `${text}\n${out.c.dim(wrapWords(legend, out.width))}`;
 }
