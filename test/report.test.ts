@@ -263,5 +263,17 @@ describe("report --html", () => {
     expect(row).toContain(`${n(s.compact.context.before.tokens)} → ${n(s.compact.context.after.tokens)}`);
     expect(readFileSync(file).equals(before)).toBe(true);
     expect(readdirSync(tmp.dir).filter((f) => f.startsWith("untouched"))).toEqual(["untouched.jsonl"]);
+    // At 80 columns: the narrow layout, every line within the width.
+    const narrow = await harness(["report", file, shared(THREE[2])], { ...env(), COLUMNS: "80" });
+    expect(narrow.code).toBe(0);
+    expect(narrow.stdout).toContain("run: ext.");
+    expect(
+      Math.max(
+        ...narrow.stdout
+          .trimEnd()
+          .split("\n")
+          .map((l) => l.length),
+      ),
+    ).toBeLessThanOrEqual(80);
   });
 });

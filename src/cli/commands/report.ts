@@ -130,23 +130,22 @@ const WIDE: Column[] = [
 ];
 const COMPACT: Column[] = [
   { head: "session", fit: true, minWidth: 16 },
-  { head: "run: extension", align: "right" },
-  { head: "run: stock Pi", align: "right" },
+  { head: "now", align: "right" },
+  { head: "run: ext.", align: "right" },
+  { head: "stock Pi", align: "right" },
   { head: "compact", align: "right" },
 ];
 
 /** The table without a browser: one row per session, fitted to the terminal. */
 function formatTable(doc: ReportDocument, out: Output): string {
   const labels = sessionLabels(doc.sessions);
-  const change = (before: number, after: number, short: boolean) =>
-    `${(short ? shortCount : n)(before)} → ${(short ? shortCount : n)(after)} (${percentChange(before, after)})`;
-  const figures = (s: SessionReport, short: boolean) => [
-    change(s.run.context.before.tokens, s.run.context.after.tokens, short),
-    change(s.run.context.piOnly.before.tokens, s.run.context.piOnly.after.tokens, short),
-    change(s.compact.context.before.tokens, s.compact.context.after.tokens, short),
-  ];
+  const change = (before: number, after: number) => `${n(before)} → ${n(after)} (${percentChange(before, after)})`;
   const wide = doc.sessions.map((s, i) => {
-    const [extension, stock, compact] = figures(s, false);
+    const [extension, stock, compact] = [
+      change(s.run.context.before.tokens, s.run.context.after.tokens),
+      change(s.run.context.piOnly.before.tokens, s.run.context.piOnly.after.tokens),
+      change(s.compact.context.before.tokens, s.compact.context.after.tokens),
+    ];
     const pi = s.budget.summary.piCompactions;
     const peak = s.budget.summary.peakTokens;
     return [
@@ -160,7 +159,19 @@ function formatTable(doc: ReportDocument, out: Output): string {
       `$${s.usage.cost.toFixed(2)}`,
     ];
   });
-  const narrow = doc.sessions.map((s, i) => [labels[i], ...figures(s, true)]);
+  // Narrow: the size now, then each "after" with its change (stock Pi's against what stock Pi sends now).
+  const after = (before: number, value: number) => `${shortCount(value)} ${percentChange(before, value)}`;
+  const narrow = doc.sessions.map((s, i) => {
+    const { before, after: extension, piOnly } = s.run.context;
+    const c = s.compact.context;
+    return [
+      labels[i],
+      shortCount(before.tokens),
+      after(before.tokens, extension.tokens),
+      after(piOnly.before.tokens, piOnly.after.tokens),
+      after(c.before.tokens, c.after.tokens),
+    ];
+  });
   const { text } = out.fitted([
     { columns: WIDE, rows: wide },
     { columns: COMPACT, rows: narrow },
