@@ -12,14 +12,14 @@
  * skipped only when it is missing and apt is unavailable (`CONDENSE_BROWSER_SKIP` names why).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
-import { REPO_ROOT, SHARED_SESSIONS } from "./helpers.js";
+import { REPO_ROOT, SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
@@ -45,9 +45,7 @@ const skipReason = hasChromium
 if (skipReason) console.warn(`report browser test skipped: ${skipReason}`);
 
 const shared = (name: string) => path.join(SHARED_SESSIONS, name);
-const LARGEST = readdirSync(SHARED_SESSIONS)
-  .filter((f) => f.endsWith(".jsonl"))
-  .sort((a, b) => statSync(shared(b)).size - statSync(shared(a)).size)[0];
+const LARGEST = sharedSessionFiles().sort((a, b) => statSync(shared(b)).size - statSync(shared(a)).size)[0];
 const THREE = [LARGEST, "kimchi-session.v3.jsonl", "specstory-real-world-trimmed.v3.jsonl"];
 
 interface Loaded {
@@ -212,7 +210,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
     const { page, doc } = loaded;
     try {
       expect(loaded.problems).toEqual([]);
-      expect(doc.sessions.length + doc.failures.length).toBe(readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl")).length);
+      expect(doc.sessions.length + doc.failures.length).toBe(sharedSessionFiles().length);
       await checkPage(loaded);
       const order = () =>
         page.evaluate(() => [...document.querySelectorAll("table.sessions tbody tr[data-session]")].map((r) => r.getAttribute("data-session")));

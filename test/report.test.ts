@@ -15,15 +15,13 @@ import { estimatesThroughRequests } from "../src/compact/trigger.js";
 import { loadSession } from "../src/session/session.js";
 import { fixture, runCli, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 import { runCli as harness } from "./cli-harness.js";
-import { copyInto, importPiCompaction, importPiSessionManager } from "./helpers.js";
+import { copyInto, importPiCompaction, importPiSessionManager, sharedSessionFiles } from "./helpers.js";
 
 const NOW = { CONDENSE_NOW: "2026-01-01T00:00:00.000Z" };
 const shared = (name: string) => path.join(SHARED_SESSIONS, name);
 /** The three shared sessions the report is checked on, and the largest shared session. */
 const THREE = ["pimono-before-compaction.migrated-v3.jsonl", "kimchi-session.v3.jsonl", "specstory-real-world-trimmed.v3.jsonl"];
-const LARGEST = readdirSync(SHARED_SESSIONS)
-  .filter((f) => f.endsWith(".jsonl"))
-  .sort((a, b) => statSync(shared(b)).size - statSync(shared(a)).size)[0];
+const LARGEST = sharedSessionFiles().sort((a, b) => statSync(shared(b)).size - statSync(shared(a)).size)[0];
 
 /** `report --json` of one file, with the CLI's own fixed clock. */
 async function reportOf(file: string): Promise<any> {
