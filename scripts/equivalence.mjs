@@ -196,8 +196,13 @@ async function captureCompact(main, source, dir, save, migrate, hasUndo) {
   save("27-undo.txt", undone.replace(/"(writeId|startedAt|committedAt)": "[^"]*"/g, '"$1": "…"'));
   // A v1/v2 copy was migrated in place first: undo leaves the migration (its backup holds the original).
   const undoneTo = Number(/"sizeAfter": (\d+)/.exec(undone)?.[1] ?? -1);
-  const expected = migrate.length > 0 ? after.subarray(0, undoneTo) : before;
-  const what = migrate.length > 0 ? "the migrated bytes before the compaction entry" : "the bytes before the compaction";
+  const expected = undoneTo < 0 ? after : migrate.length > 0 ? after.subarray(0, undoneTo) : before;
+  const what =
+    undoneTo < 0
+      ? "nothing to undo (compact wrote no entry): the file as compact left it"
+      : migrate.length > 0
+        ? "the migrated bytes before the compaction entry"
+        : "the bytes before the compaction";
   save("28-undo-bytes.txt", `${what}: ${readFileSync(file).equals(expected) ? "yes" : "no"}\n`);
   save("29-undo-again.txt", await cli(main, ["undo", "--json", file], { json: true }));
 }
