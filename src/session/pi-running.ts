@@ -6,8 +6,8 @@
  *
  * 1. Any other process holding the file open (`/proc/<pid>/fd`: `tail -f`, an editor, a backup, a
  *    tool of the user's) — refused.
- * 2. condense started by Pi itself (its bash tool names the current session in `$PI_SESSION_FILE`;
- *    `PI_CODING_AGENT=true` is inherited from Pi) on that very session — refused.
+ * 2. condense started by Pi itself (its bash tool names the current session in `$PI_SESSION_FILE`)
+ *    on that very session — refused.
  * 3. A Pi process — `comm` `pi` or `pi-rpc` (Pi sets `process.title`), or a node/bun process
  *    running pi-coding-agent whose title could not be set — whose working folder is the session's
  *    `cwd` (its header), and either the session changed after that Pi started (unless that change
@@ -117,7 +117,7 @@ const real = (p: string): string => {
 
 /**
  * Check a session before writing to it (see the module comment).
- * @param options.env this process's environment (`PI_SESSION_FILE`, `PI_CODING_AGENT`)
+ * @param options.env this process's environment (`PI_SESSION_FILE`)
  * @param options.procRoot `/proc` (tests point it elsewhere to check the parsing)
  * @param options.fresh scan the open files again (right before a write); otherwise a scan of the
  *   last second is reused. The processes themselves are always read anew (cheap).
