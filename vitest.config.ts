@@ -13,6 +13,9 @@ export default defineConfig({
       // Pi's agent folder for every test (tests that need another set their own): the pi-condense
       // extension switched on, nothing else — never the developer's real ~/.pi/agent.
       PI_CODING_AGENT_DIR: fileURLToPath(new URL("./test/pi-agent", import.meta.url)),
+      // No summary cache unless a test asks for one (with its own CONDENSE_CACHE_DIR): tests count
+      // model requests, and the developer's cache folder is never touched.
+      CONDENSE_CACHE: "off",
     },
   },
 });

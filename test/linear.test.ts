@@ -124,7 +124,7 @@ describe.skipIf(!present)("every command's work is linear in the session (doubli
   beforeAll(() => {
     tmp = makeTempDir("linear");
     // The small real sessions without compaction (several hundred KB each), in rotation.
-    const sources = turnSources(SHARED_SESSIONS).filter((s: { entries: unknown[] }) => s.entries.length < 200);
+    const sources = turnSources(SHARED_SESSIONS).filter((s) => s.entries.length < 200);
     expect(sources.length).toBeGreaterThanOrEqual(3);
     files.base = path.join(tmp.dir, "base.jsonl");
     files.double = path.join(tmp.dir, "double.jsonl");

@@ -70,7 +70,10 @@ export function ndjsonPrinter<T>(
   ndjson: boolean | undefined,
 ): ((outcome: FileOutcome<T>, at: number) => void) | undefined {
   if (!ndjson) return undefined;
-  return (outcome, at) => out.printLine(archiveLine(schema, selection, outcome, at));
+  // A file Ctrl-C left untouched has no line: a merge then finds it missing.
+  return (outcome, at) => {
+    if (!outcome.untouched) out.printLine(archiveLine(schema, selection, outcome, at));
+  };
 }
 
 /**

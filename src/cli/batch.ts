@@ -18,6 +18,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
+import type { ExitState } from "./options.js";
 import type { Output } from "./output.js";
 
 export interface FileOutcome<T> {
@@ -27,6 +28,8 @@ export interface FileOutcome<T> {
   error?: string;
   /** Exit code the failure asks for (1 runtime, 2 unusable input). */
   exitCode?: number;
+  /** Ctrl-C came first: the file was interrupted or never started, and nothing was written to it. */
+  untouched?: true;
   /** Warnings given before the failure (when the work kept them, as `warnings` on the error). */
   warnings?: string[];
 }
@@ -74,15 +77,86 @@ export function positiveInt(name: string, value: string | undefined, fallback: n
   return n;
 }
 
-/** The results of the files that succeeded, and the failures with the exit code each asks for. */
-export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): { results: T[]; failures: { session: string; error: string; exitCode: number }[] } {
+/**
+ * The results of the files that succeeded, the failures with the exit code each asks for, and the
+ * files Ctrl-C left untouched (interrupted or never started: nothing was written to them).
+ */
+export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): {
+  results: T[];
+  failures: { session: string; error: string; exitCode: number }[];
+  untouched: string[];
+} {
   const results: T[] = [];
   const failures: { session: string; error: string; exitCode: number }[] = [];
+  const untouched: string[] = [];
   for (const o of outcomes) {
-    if (o.result !== undefined) results.push(o.result);
-    if (o.error !== undefined) failures.push({ session: o.path, error: o.error, exitCode: o.exitCode ?? 1 });
+    if (o.untouched) untouched.push(o.path);
+    else if (o.result !== undefined) results.push(o.result);
+    else if (o.error !== undefined) failures.push({ session: o.path, error: o.error, exitCode: o.exitCode ?? 1 });
   }
-  return { results, failures };
+  return { results, failures, untouched };
+}
+
+/**
+ * The one line an interrupted batch ends with: `interrupted: 3 of 9 sessions done, 1 failed,
+ * 5 untouched (nothing was written to them); run the same command again to continue`.
+ * @param counts `done` = sessions that finished (written or with nothing to do)
+ */
+export function interruptedLine(counts: { done: number; failed: number; untouched: number }): string {
+  const total = counts.done + counts.failed + counts.untouched;
+  const failed = counts.failed > 0 ? `, ${counts.failed} failed` : "";
+  return (
+    `interrupted: ${counts.done} of ${total} sessions done${failed}, ${counts.untouched} untouched (nothing was written to them); ` +
+    "run the same command again to continue"
+  );
+}
+
+/** What `--json` says about an interrupted batch: counts, and the files nothing was written to. */
+export interface InterruptedJson {
+  done: number;
+  failed: number;
+  untouched: string[];
+}
+
+/** What `--json` reports about an interrupted batch (the document's `interrupted` field). */
+export function interruptedJson(split: { results: unknown[]; failures: unknown[]; untouched: string[] }): InterruptedJson {
+  return { done: split.results.length, failed: split.failures.length, untouched: split.untouched };
+}
+
+/**
+ * The line that ends an interrupted batch: for a single session `<file>: interrupted; nothing
+ * was written`, for several {@link interruptedLine}.
+ */
+export function interruptedMessage(split: { results: unknown[]; failures: unknown[]; untouched: string[] }, total: number): string {
+  if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted; nothing was written`;
+  return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length });
+}
+
+/**
+ * The end of a writing command over its files: the exit code (a single file's failure keeps its
+ * code — 2 for unusable input; with several, any failure is 1; after Ctrl-C, 130), the failures
+ * printed (not with `--json`), and what `--json` says about an interruption.
+ */
+export function settleBatch(
+  out: Output,
+  exit: ExitState,
+  split: ReturnType<typeof splitOutcomes>,
+  total: number,
+  signal: AbortSignal,
+): InterruptedJson | undefined {
+  const { failures } = split;
+  if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
+  if (!out.json) for (const f of failures) out.error(f.error);
+  if (!signal.aborted) return undefined;
+  exit.code = 130;
+  return interruptedJson(split);
+}
+
+/** An outcome for a file whose work ended: interrupted (exit 130 after Ctrl-C) counts as untouched. */
+function outcomeOf<T>(path: string, error: unknown, signal: AbortSignal | undefined): FileOutcome<T> {
+  const failure = failureOf(path, error);
+  if (signal?.aborted && failure.exitCode === 130) return { path, untouched: true };
+  return { path, ...failure };
 }
 
 /**
@@ -114,7 +188,10 @@ export interface BatchOptions<T> {
   work: (path: string, context: TaskContext) => Promise<T>;
   /** The same work for worker threads (CPU-bound work only gets faster on several cores that way). */
   remote?: RemoteTask;
-  /** Aborted by Ctrl-C: passed to the work here and to every worker. */
+  /**
+   * Ctrl-C ({@link interruptOnSigint}): once aborted no file is started, in-flight files end as
+   * the work decides (an exit-130 failure counts as untouched), and worker threads are told to stop.
+   */
   signal?: AbortSignal;
   /** Each file's outcome as soon as it is known (in the order files finish). */
   onOutcome?: (outcome: FileOutcome<T>, index: number) => void;
@@ -126,6 +203,7 @@ export interface BatchOptions<T> {
  * Run the work over every file with at most `jobs` at once; results come back in input order.
  * Failures are caught per file and reported in the outcome. With `remote` and `jobs` > 1 the work
  * is shared between this thread and `jobs − 1` worker threads, which must compute the same.
+ * After `signal` aborts, files not yet started come back `untouched`.
  */
 export async function forEachSession<T>(files: string[], out: Output, options: BatchOptions<T>): Promise<FileOutcome<T>[]> {
   const progress = new Progress(out, options.label, files.length);
@@ -138,6 +216,10 @@ export async function forEachSession<T>(files: string[], out: Output, options: B
     return await Promise.all(
       files.map((path, i) =>
         limit(async (): Promise<FileOutcome<T>> => {
+          if (options.signal?.aborted) {
+            deliver({ path, untouched: true }, i);
+            return { path, untouched: true };
+          }
           progress.start(path);
           const outcome = await attempt(path, options.work, options.signal);
           progress.finish(path, outcome.error !== undefined);
@@ -151,12 +233,12 @@ export async function forEachSession<T>(files: string[], out: Output, options: B
   }
 }
 
-/** Run the work on one file; a failure becomes the outcome. */
+/** Run the work on one file; a failure becomes the outcome (interrupted after Ctrl-C: untouched). */
 async function attempt<T>(path: string, work: BatchOptions<T>["work"], signal: AbortSignal | undefined): Promise<FileOutcome<T>> {
   try {
     return { path, result: await work(path, { signal }) };
   } catch (error) {
-    return { path, ...failureOf(path, error) };
+    return outcomeOf(path, error, signal);
   }
 }
 
@@ -231,11 +313,20 @@ type WorkerMessage =
   | { type: "failure"; id: number; error: string; exitCode: number; warnings?: string[] }
   | { type: "done" };
 
+/** The outcome a worker's message reports (a failure with exit code 130 after Ctrl-C: untouched). */
+function outcomeFromWorker<T>(path: string, message: WorkerMessage, signal: AbortSignal | undefined): FileOutcome<T> {
+  if (message.type === "result") return { path, result: message.result as T };
+  if (message.type !== "failure") return { path, error: "worker: unexpected message", exitCode: 1 };
+  if (signal?.aborted && message.exitCode === 130) return { path, untouched: true };
+  return { path, error: message.error, exitCode: message.exitCode, ...(message.warnings ? { warnings: message.warnings } : {}) };
+}
+
 /**
  * The pool: `size - 1` worker threads plus this thread take file indices from one shared atomic
  * counter until the list is exhausted, so no executor waits for another to hand it work (this
- * thread's own work only delays the delivery of results, not the workers). Ctrl-C (`signal`) is
- * passed on to every worker.
+ * thread's own work only delays the delivery of results, not the workers). On abort the counter
+ * jumps past the end (nobody takes another file) and every worker is sent `abort`, which aborts
+ * the signal its task gets as a third argument.
  */
 async function runInWorkers<T>(
   files: string[],
@@ -245,9 +336,16 @@ async function runInWorkers<T>(
   progress: Progress,
   deliver: (outcome: FileOutcome<T>, index: number) => void,
 ): Promise<FileOutcome<T>[]> {
+  const { signal } = options;
   const outcomes: FileOutcome<T>[] = new Array(files.length);
   const counter = new Int32Array(new SharedArrayBuffer(4));
   const take = () => Atomics.add(counter, 0, 1);
+  const workers: Worker[] = [];
+  const onAbort = () => {
+    Atomics.store(counter, 0, files.length);
+    for (const worker of workers) worker.postMessage({ type: "abort" });
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
   const settle = (i: number, outcome: FileOutcome<T>) => {
     outcomes[i] = outcome;
     progress.finish(files[i], outcome.error !== undefined);
@@ -257,18 +355,15 @@ async function runInWorkers<T>(
   const runWorker = (): Promise<void> =>
     new Promise((resolve) => {
       const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options, files, counter } });
-      const abort = () => worker.postMessage({ type: "abort" });
-      options.signal?.addEventListener("abort", abort, { once: true });
+      workers.push(worker);
       let current = -1;
       worker.on("message", (message: WorkerMessage) => {
         if (message.type === "start") {
           current = message.id;
           progress.start(files[current]);
         } else if (message.type === "result" || message.type === "failure") {
-          const path = files[message.id];
           current = -1;
-          const { error, exitCode, warnings } = message.type === "failure" ? message : { error: "", exitCode: 1, warnings: undefined };
-          settle(message.id, message.type === "result" ? { path, result: message.result as T } : { path, error, exitCode, ...(warnings ? { warnings } : {}) });
+          settle(message.id, outcomeFromWorker(files[message.id], message, signal));
         } else void worker.terminate();
       });
       // A crashed worker loses its current file; it is run again here after the others.
@@ -276,23 +371,28 @@ async function runInWorkers<T>(
         if (current >= 0) progress.finish(files[current], false);
         current = -1;
       });
-      worker.on("exit", () => {
-        options.signal?.removeEventListener("abort", abort);
-        resolve();
-      });
+      worker.on("exit", () => resolve());
     });
 
   const runHere = async (): Promise<void> => {
     for (let i = take(); i < files.length; i = take()) {
       progress.start(files[i]);
-      settle(i, await attempt(files[i], options.work, options.signal));
+      settle(i, await attempt(files[i], options.work, signal));
       // Let the workers' messages (and the spinner) through between files.
       await new Promise((resolve) => setImmediate(resolve));
     }
   };
 
-  await Promise.all([...Array.from({ length: size - 1 }, runWorker), runHere()]);
-  // Files a crashed worker had taken run here, one by one, so nothing is lost.
-  for (let i = 0; i < files.length; i++) if (!outcomes[i]) settle(i, await attempt(files[i], options.work, options.signal));
+  try {
+    await Promise.all([...Array.from({ length: size - 1 }, runWorker), runHere()]);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+  // Files a crashed worker had taken run here, one by one, so nothing is lost (after Ctrl-C none is
+  // started: the ones nobody finished are untouched).
+  for (let i = 0; i < files.length; i++) {
+    if (outcomes[i]) continue;
+    settle(i, signal?.aborted ? { path: files[i], untouched: true } : await attempt(files[i], options.work, signal));
+  }
   return outcomes;
 }

@@ -64,7 +64,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
     if (files.length !== 1) throw new UsageError(`budget takes one session; ${files.length} were given`);
     // Loaded when the command runs (pi-ai's model registry is large): start-up stays small.
-    const [{ budgetSession }, { renderAfterRun }, { sessionView }, { formatWarning, openSession }] = await Promise.all([
+    const [{ budgetSession, unknownModelWarnings }, { renderAfterRun }, { sessionView }, { formatWarning, openSession }] = await Promise.all([
       import("../../pipeline/budget.js"),
       import("../../pipeline/render.js"),
       import("../../pipeline/view.js"),
@@ -77,9 +77,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const view = sessionView(session, config);
     const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
-    for (const model of report.summary.unknownModels) {
-      out.warn(`${session.path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
-    }
+    for (const w of unknownModelWarnings(session.path, report)) out.warn(w);
     // The context Pi sends now and after `run` (deterministic summarizer): the figures run and metrics print.
     const afterRun = await renderAfterRun(view.fork());
     const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(afterRun.afterAgent) };
@@ -192,13 +190,18 @@ function formatBudget(head: string[], context: { before: ContextSize; after: Con
   return lines.join("\n");
 }
 
-/** The chart of tokens per turn, at most 80 columns wide (less on a narrower terminal). */
+/**
+ * The chart of tokens per turn: at most 80 bars, and every line — axis labels included — within
+ * `width` terminal columns (no limit when output is piped without COLUMNS: nothing is cut).
+ */
 function chartLines(report: PiCompactionReport, width: number): string[] {
-  const chartWidth = Math.max(20, Math.min(80, width - 10));
-  const plot = budgetChart(report.rows, { width: chartWidth, piMarks: report.rows.map((r) => r.piCompaction !== null) });
+  const maxWidth = Number.isFinite(width) ? width : undefined;
+  const plot = budgetChart(report.rows, { width: 80, maxWidth, piMarks: report.rows.map((r) => r.piCompaction !== null) });
   if (plot.length === 0) return [];
-  const per = report.rows.length > chartWidth ? `, ${Math.ceil(report.rows.length / chartWidth)} turns per column` : "";
-  return ["", wrapWords(`tokens per tool-using turn (─ budget level${per}; B budget, D delta, C Pi compacts)`, width), ...plot];
+  const axis = plot.find((l) => l.includes("└")) ?? "";
+  const bars = axis.length - axis.indexOf("└") - 1;
+  const per = report.rows.length > bars ? `, ${Math.ceil(report.rows.length / bars)} turns per column` : "";
+  return ["", wrapWords(`tokens per tool-using turn (─ budget level${per})`, width), wrapWords("B budget, D delta, C Pi compacts", width), ...plot];
 }
 
 /** Where Pi itself would have auto-compacted, in one line. */

@@ -12,12 +12,13 @@ import type { CompactFileResult } from "../../pipeline/compact-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
 import { type ArchiveOptions, type ArchiveSelection, ndjsonPrinter, selectFiles, withArchiveOptions } from "../archive.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import type { Column } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
+import { withUndo, writtenLine } from "../write-report.js";
 
 /** Version of the `--json` document. */
 export const COMPACT_SCHEMA = "condense.compact/2";
@@ -74,8 +75,9 @@ function sessionOptions(options: CompactOptions): CompactSessionOptions {
   };
 }
 
-export function registerCompact(program: Command, exit: ExitState): void {
-  const cmd = program
+/** The command and its options. */
+function declareCompact(program: Command): Command {
+  return program
     .command("compact")
     .description("Pi's own compaction, offline: append a Pi-native compaction entry (summary + kept recent messages) to each session")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
@@ -109,14 +111,17 @@ export function registerCompact(program: Command, exit: ExitState): void {
     .option("--context-window <tokens>", "context window of the session's model (default: pi-ai's model registry)")
     .option("--reserve-tokens <n>", "compaction.reserveTokens (default: Pi's settings, else 16384)")
     .option("--keep-recent-tokens <n>", "compaction.keepRecentTokens (default: Pi's settings, else 20000)")
-    .addOption(new Option("--compaction-enabled <bool>", "compaction.enabled: whether Pi auto-compacts (used by --if-over)").choices(["true", "false"]));
-  withArchiveOptions(cmd).addHelpText(
-    "after",
-    "\nSettings are read as Pi reads them: $PI_CODING_AGENT_DIR/settings.json, then <session cwd>/.pi/settings.json (a trusted project).\n" +
-      "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
-      '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
-  );
-  withCommonOptions(cmd).action(async (args: string[], options: CompactOptions) => {
+    .addOption(new Option("--compaction-enabled <bool>", "compaction.enabled: whether Pi auto-compacts (used by --if-over)").choices(["true", "false"]))
+    .addHelpText(
+      "after",
+      "\nSettings are read as Pi reads them: $PI_CODING_AGENT_DIR/settings.json, then <session cwd>/.pi/settings.json (a trusted project).\n" +
+        "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
+        '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
+    );
+}
+
+export function registerCompact(program: Command, exit: ExitState): void {
+  withCommonOptions(withArchiveOptions(declareCompact(program))).action(async (args: string[], options: CompactOptions) => {
     const out = new Output(options);
     const started = Date.now();
     // `--if-over FILE`: commander took the session for the optional fraction.
@@ -127,7 +132,8 @@ export function registerCompact(program: Command, exit: ExitState): void {
     const task = sessionOptions(options);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const selection = selectFiles(await resolveSessionArgs(args), options);
-    if (task.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(task.output, selection.files, "compact it in place");
+    const files = selection.files;
+    if (task.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(task.output, files, "compact it in place");
     const interrupt = interruptOnSigint();
     let outcomes: FileOutcome<CompactFileResult>[];
     try {
@@ -135,24 +141,33 @@ export function registerCompact(program: Command, exit: ExitState): void {
     } finally {
       interrupt.release();
     }
-    const { results, failures } = splitOutcomes(outcomes);
-    // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-    if (failures.length > 0) exit.code = selection.total === 1 ? failures[0].exitCode : 1;
-    if (interrupt.signal.aborted) exit.code = 130;
-    if (options.ndjson) return;
-    for (const r of results) for (const w of r.warnings) out.warn(w);
+    const split = splitOutcomes(outcomes);
+    const { results, failures } = split;
+    if (!options.ndjson) for (const r of results) for (const w of r.warnings) out.warn(w);
+    const interrupted = settleBatch(out, exit, split, selection.total, interrupt.signal);
+    if (options.ndjson) {
+      if (interrupted) out.error(interruptedMessage(split, files.length));
+      return;
+    }
     if (options.json) {
       out.printJson({
         schema: COMPACT_SCHEMA,
-        sessions: results,
+        sessions: results.map(withUndo),
         failures: failures.map(({ session, error }) => ({ session, error })),
+        ...(interrupted ? { interrupted } : {}),
         wallMs: Date.now() - started,
       });
       return;
     }
-    for (const f of failures) out.error(f.error);
     if (results.length > 0) out.print(formatReport(results, out));
-    for (const r of results) if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+    for (const r of results) {
+      if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+      const wrote = writtenLine({ session: r.session, written: r.written, entries: r.written ? 1 : 0, bytes: r.bytesAppended });
+      if (wrote) out.print(wrote);
+    }
+    for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
+    // Last: after Ctrl-C, one line says what was done and what was left untouched.
+    if (interrupted) out.error(interruptedMessage(split, files.length));
   });
 }
 
@@ -191,7 +206,6 @@ async function compactAll(
       onOrdered: how.ndjson
         ? (o) => {
             for (const w of o.result?.warnings ?? []) out.warn(w);
-            if (o.error !== undefined) out.error(o.error);
           }
         : undefined,
     });
