@@ -8,6 +8,7 @@ import { lazyStream, normalizeContext, type Api, type Model, type Models, type P
 import { bedrockConverseStreamApi } from "@earendil-works/pi-ai/api/bedrock-converse-stream.lazy";
 import { UsageError } from "../util/errors.js";
 import type { ResolvedAuth } from "./credentials.js";
+import { keepAliveFetch } from "./http-fetch.js";
 
 type ApiModule = Pick<ProviderStreams, "stream" | "streamSimple">;
 
@@ -72,6 +73,14 @@ const API_IMPLEMENTATIONS: Record<string, () => ProviderStreams> = {
 /** APIs condense can call, for messages. */
 export const KNOWN_APIS = Object.keys(API_IMPLEMENTATIONS);
 
+/**
+ * APIs whose provider clients take a `fetch` (pi-ai passes `options.fetch` to the OpenAI and
+ * Anthropic SDKs): their requests go through one keep-alive client shared by every call of the
+ * process (http-fetch.ts). Other APIs keep pi-ai's default.
+ */
+const SHARED_FETCH_APIS = new Set(["openai-completions", "openai-responses", "azure-openai-responses", "anthropic-messages"]);
+let sharedFetch: typeof globalThis.fetch | undefined;
+
 /** One model to make reachable: the model, its credentials and pi-ai's built-in provider if any. */
 export interface RuntimeModel {
   model: Model<Api>;
@@ -124,8 +133,10 @@ export function buildModels(entries: RuntimeModel[]): Pick<Models, "streamSimple
       const { auth } = found.entry;
       const requestModel = auth.baseUrl ? { ...model, baseUrl: auth.baseUrl } : model;
       const env = auth.env || options?.env ? { ...auth.env, ...options?.env } : undefined;
+      const fetch = options?.fetch ?? (SHARED_FETCH_APIS.has(model.api) ? (sharedFetch ??= keepAliveFetch()) : undefined);
       return found.streams.streamSimple(requestModel, normalizeContext(context), {
         ...options,
+        ...(fetch ? { fetch } : {}),
         apiKey: options?.apiKey ?? auth.apiKey,
         headers: mergeHeaders(auth.headers, model.headers, options?.headers),
         ...(env ? { env } : {}),
