@@ -2,12 +2,12 @@
  * Splitting an archive across machines (`--shard K/N`, issue 18): a stable partition of the files
  * by path, so that N runs of the same command — the array jobs of a scheduler (a Kubernetes Indexed
  * Job, a Slurm array, a CI matrix), each on its own machine — together process every file exactly
- * once. A file's shard is decided by its path relative to the folder every resolved file lies in
- * (so machines that mount the archive at different places agree), hashed: adding or removing a file
- * moves no other file to another shard.
+ * once. A file's shard is decided by its name alone (Pi names each session file by its start time
+ * and id), hashed: machines that mount the archive at different places agree, and files coming and
+ * going move no other file to another shard.
  */
 import { createHash } from "node:crypto";
-import { dirname, relative, sep } from "node:path";
+import { basename } from "node:path";
 import { UsageError } from "../util/errors.js";
 
 /** One shard of N: `index` is 1-based (K of `--shard K/N`). */
@@ -30,17 +30,7 @@ export function parseShard(value: string): Shard {
   return { index, count };
 }
 
-/** The folder every path lies in (the paths are absolute). */
-export function commonFolder(paths: string[]): string {
-  if (paths.length === 0) return "";
-  let common = dirname(paths[0]);
-  for (const p of paths) {
-    while (common !== dirname(common) && relative(common, p).startsWith("..")) common = dirname(common);
-  }
-  return common;
-}
-
-/** The 1-based shard of a path key: the first 4 bytes of its SHA-1, modulo N, plus one. */
+/** The 1-based shard of a file name: the first 4 bytes of its SHA-1, modulo N, plus one. */
 export function shardOfKey(key: string, count: number): number {
   return (createHash("sha1").update(key).digest().readUInt32BE(0) % count) + 1;
 }
@@ -51,12 +41,10 @@ export function shardOfKey(key: string, count: number): number {
  */
 export function selectShard(files: string[], shard: Shard | undefined): { files: string[]; positions: number[] } {
   if (!shard || shard.count === 1) return { files, positions: files.map((_, i) => i) };
-  const base = commonFolder(files);
   const out: string[] = [];
   const positions: number[] = [];
   files.forEach((file, i) => {
-    const key = relative(base, file).split(sep).join("/");
-    if (shardOfKey(key, shard.count) === shard.index) {
+    if (shardOfKey(basename(file), shard.count) === shard.index) {
       out.push(file);
       positions.push(i);
     }
