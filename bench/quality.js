@@ -28,7 +28,12 @@ export async function benchQuality() {
   for (const name of readdirSync(sharedDir)
     .filter((f) => f.endsWith(".jsonl"))
     .sort()) {
-    const session = await openSession(path.join(sharedDir, name), "read");
+    let session;
+    try {
+      session = await openSession(path.join(sharedDir, name), "read");
+    } catch {
+      continue; // a session Pi cannot open (no header): nothing is pruned in it
+    }
     const view = sessionView(session, defaultConfig());
     let toolCalls = 0;
     for (const e of session.branch)

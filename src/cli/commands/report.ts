@@ -21,7 +21,7 @@ import { formatBytes, n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import type { Column } from "../table.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, tokensFlag, withConfigOptions } from "../options.js";
-import { REPORT_TASK_MODULE, reportTask, type ReportTaskOptions } from "../report-task.js";
+import type { ReportTaskOptions } from "../report-task.js";
 import { packageVersion } from "../version.js";
 
 interface ReportOptions extends CommonOptions, ConfigFlags {
@@ -71,6 +71,8 @@ export function registerReport(program: Command, exit: ExitState): void {
     // The library is read before any work, so a broken install fails at once.
     const library = options.html !== undefined ? chartLibrary() : null;
     const files = await resolveSessionArgs(args);
+    // Loaded when the command runs: start-up and the other commands do not pay for it.
+    const { REPORT_TASK_MODULE, reportTask } = await import("../report-task.js");
     const outcomes = await forEachSession<SessionReport>(files, out, {
       jobs,
       label: "report",
