@@ -41,12 +41,14 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
-  /**
-   * False when only the render after the run matters (a dry-run render, the "after" a command
-   * reports): the flush-metrics entry then carries zeros instead of the extension's JSON-measured
-   * context metrics, which cost a serialization of every branch message. Default true.
+    /**
+   * True when only the render after the run is wanted (a dry-run render, the "after" a command
+   * reports): the entries are never written, so the flush-metrics entry carries zeros instead of
+   * the extension's JSON-measured context metrics (a serialization of every branch message), and
+   * what leaves the render as it is — the recovery index, the bookkeeping tail, new diagnostics —
+   * is not planned. Default false.
    */
-  flushMetrics?: boolean;
+  renderOnly?: boolean;
 }
 
 export interface RunPlan {
@@ -73,7 +75,7 @@ export interface RunPlan {
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
   const metrics =
-    options.flushMetrics === false
+    options.renderOnly
       ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
       : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
@@ -144,6 +146,8 @@ function finishPlan(
   const nowIso = new Date(options.nowMs).toISOString();
   const draft = chainEntries(view.session, parts.pruning, nowIso);
   const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
+  // Only the render is wanted: what follows does not change it.
+  if (options.renderOnly) return { entries: draft, after, recovery: { entry: null, sidecars: [], recovered: [] } };
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
   const diagnostics = unrecordedDiagnostics(view.branch, [...after.diagnostics, ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))]);
   const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail, ...diagnostics.map(diagnosticEntry)];

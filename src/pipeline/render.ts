@@ -67,7 +67,7 @@ export async function renderAfterRun(view: SessionView, choice: SummarizerChoice
     nowMs: nowMs(),
     targetPath: view.session.path,
     // Only the render is wanted: the entries are never written.
-    flushMetrics: false,
+    renderOnly: true,
   });
   return plan.after;
 }
