@@ -2,7 +2,7 @@
 // Bench: condense against Pi's own open path and the bare parse limit on generated sessions of
 // growing size (bench/generate.js: real turns repeated with fresh ids; temp files, never kept).
 //
-//   node bench/scale.js [--sizes 10,20] [--rounds 3] [--json]
+//   node bench/scale.js [--sizes 10,20] [--rounds 3] [--base DIR] [--json]
 //   (npm run bench runs the sizes in CONDENSE_BENCH_SIZES, default 10,20; the issue's 10,100,300 on request)
 //
 // Per size, each command runs in a fresh `node` child, the commands alternating inside a round;
@@ -15,6 +15,9 @@
 //           buildSessionContext + convertToLlm
 //   render  condense render FILE --format json (stdout to /dev/null)
 //   run     condense run FILE --dry-run --quiet
+//
+// --base DIR also measures `render` and `run` of another build (DIR/bin/condense.js, e.g. the main
+// branch built elsewhere) in the same rounds, as render@base and run@base: before/after in one run.
 //
 // Targets (issue 18): render ≤ 1.0× pi and ≤ 2.0× limit at 100 and 300 MB, peak RSS ≤ 4× the file;
 // run ≤ 3× limit at every size, CPU exponent between the two largest sizes ≤ 1.05.
@@ -49,13 +52,13 @@ const CLI = {
 };
 export const KINDS = ["limit", "pi", "render", "run"];
 
-/** One measured child: its CPU ms and peak RSS bytes (from bench/probe.mjs). */
-function measure(kind, file, scratch, env) {
+/** One measured child: its CPU ms and peak RSS bytes (from bench/probe.mjs). `kind@base` runs the base build. */
+function measure(kind, file, scratch, env, base) {
   const probe = path.join(scratch, `probe-${process.pid}.jsonl`);
   rmSync(probe, { force: true });
-  const args = WORK[kind]
-    ? ["--import", PROBE, "--input-type=module", "-e", WORK[kind], file]
-    : ["--import", PROBE, path.join(ROOT, "bin/condense.js"), ...CLI[kind](file)];
+  const [name, build] = kind.split("@");
+  const bin = build === "base" ? path.join(base, "bin/condense.js") : path.join(ROOT, "bin/condense.js");
+  const args = WORK[name] ? ["--import", PROBE, "--input-type=module", "-e", WORK[name], file] : ["--import", PROBE, bin, ...CLI[name](file)];
   const child = spawnSync(process.execPath, args, {
     env: { ...env, CONDENSE_BENCH_PROBE: probe },
     stdio: ["ignore", "ignore", "pipe"],
@@ -76,7 +79,8 @@ const median = (xs) => {
  * Measure every kind at every size (MB). Returns per size: bytes, entries, and per kind the median
  * CPU ms and the peak RSS of the rounds.
  */
-export async function benchScale({ sizes = [10, 20], rounds = 3, kinds = KINDS, log = () => {} } = {}) {
+export async function benchScale({ sizes = [10, 20], rounds = 3, kinds = KINDS, base, log = () => {} } = {}) {
+  if (base) kinds = [...kinds, ...kinds.filter((k) => CLI[k]).map((k) => `${k}@base`)];
   const sources = turnSources(SHARED);
   const scratch = mkdtempSync(path.join(tmpdir(), "condense-bench-scale-"));
   const piDir = mkdtempSync(path.join(tmpdir(), "condense-bench-scale-pi-"));
@@ -92,7 +96,7 @@ export async function benchScale({ sizes = [10, 20], rounds = 3, kinds = KINDS, 
       for (let r = 0; r < rounds; r++) {
         for (let i = 0; i < kinds.length; i++) {
           const kind = kinds[(r + i) % kinds.length];
-          runs[kind].push(measure(kind, file, scratch, env));
+          runs[kind].push(measure(kind, file, scratch, env, base));
         }
       }
       if (statSync(file).mtimeMs !== mtimeBefore) throw new Error("a measured command changed the generated session");
@@ -122,6 +126,15 @@ export function formatScaleRow(row) {
   if (k.render && k.pi && k.limit)
     lines.push(`  render / pi ${x(k.render.cpuMs / k.pi.cpuMs)} (target ≤ 1.0x), render / limit ${x(k.render.cpuMs / k.limit.cpuMs)} (≤ 2.0x)`);
   if (k.run && k.limit) lines.push(`  run --dry-run / limit ${x(k.run.cpuMs / k.limit.cpuMs)} (target ≤ 3x)`);
+  for (const name of ["render", "run"]) {
+    const before = k[`${name}@base`];
+    if (before && k[name]) {
+      lines.push(
+        `  ${name} before (base) → now: CPU ${(before.cpuMs / 1000).toFixed(2)} → ${(k[name].cpuMs / 1000).toFixed(2)} s (${x(k[name].cpuMs / before.cpuMs)}), ` +
+          `RSS ${x(before.rssBytes / row.bytes)} → ${x(k[name].rssBytes / row.bytes)} file; before / limit ${x(before.cpuMs / k.limit.cpuMs)}, before / pi ${x(before.cpuMs / k.pi.cpuMs)}`,
+      );
+    }
+  }
   return lines;
 }
 
@@ -144,13 +157,14 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     .map(Number);
   const rounds = Number(arg("--rounds", "3"));
   const kinds = arg("--kinds", KINDS.join(",")).split(",");
+  const base = arg("--base", undefined);
   console.log(
     `scale: sizes ${sizes.join(", ")} MB, ${rounds} rounds, ${availableParallelism()} cores, load ${loadavg()
       .map((l) => l.toFixed(2))
       .join(" ")}`,
   );
-  const rows = await benchScale({ sizes, rounds, kinds, log: (row) => console.log(formatScaleRow(row).join("\n")) });
-  for (const kind of ["render", "run"].filter((k) => kinds.includes(k))) {
+  const rows = await benchScale({ sizes, rounds, kinds, base: base && path.resolve(base), log: (row) => console.log(formatScaleRow(row).join("\n")) });
+  for (const kind of ["render", "run", ...(base ? ["render@base", "run@base"] : [])].filter((k) => rows[0]?.kinds[k])) {
     for (let i = 1; i < rows.length; i++)
       console.log(`${kind} CPU exponent ${rows[i - 1].mb} → ${rows[i].mb} MB: ${exponent(rows[i - 1], rows[i], kind).toFixed(2)}`);
   }

@@ -15,7 +15,7 @@ import { buildProgram } from "../src/cli/main.js";
 import { runCli } from "./cli-harness.js";
 import { makeTempDir } from "./helpers.js";
 
-const program = buildProgram({ code: 0 });
+const program = await buildProgram({ code: 0 });
 const spec = completionSpec(program);
 /** The commands registered in cli/main.ts, in order, and commander's implicit `help`. */
 const registered = [...program.commands.map((c) => c.name()), "help"];
@@ -105,8 +105,8 @@ describe("bash", () => {
     }
   });
 
-  it("a command added to the program completes without touching the scripts", () => {
-    const grown = buildProgram({ code: 0 });
+  it("a command added to the program completes without touching the scripts", async () => {
+    const grown = await buildProgram({ code: 0 });
     grown
       .command("frobnicate")
       .description("a command the scripts have never seen")

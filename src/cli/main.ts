@@ -7,20 +7,44 @@ import { Command, CommanderError } from "commander";
 import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { Output } from "./output.js";
-import { registerBudget } from "./commands/budget.js";
-import { registerCompact } from "./commands/compact.js";
-import { registerCompletion } from "./commands/completion.js";
-import { registerInstallSkill } from "./commands/install-skill.js";
-import { registerMetrics } from "./commands/metrics.js";
-import { registerQuery } from "./commands/query.js";
-import { registerRender } from "./commands/render.js";
-import { registerReport } from "./commands/report.js";
-import { registerRun } from "./commands/run.js";
-import { registerUndo } from "./commands/undo.js";
+import { COMMAND_SUMMARIES, type CommandName, type CommandSummary } from "./command-list.js";
+import { withCommonOptions } from "./options.js";
 import { packageVersion } from "./version.js";
 
-/** Build the program; commands report their exit code through `exit`. */
-export function buildProgram(exit: ExitState): Command {
+/** How a command adds itself to the program. */
+type Register = (program: Command, exit: ExitState) => void;
+
+/** Each command's module, loaded only when the command is the one run (or all are needed). */
+const LOADERS: Record<CommandName, () => Promise<Register>> = {
+  run: async () => (await import("./commands/run.js")).registerRun,
+  render: async () => (await import("./commands/render.js")).registerRender,
+  query: async () => (await import("./commands/query.js")).registerQuery,
+  metrics: async () => (await import("./commands/metrics.js")).registerMetrics,
+  budget: async () => (await import("./commands/budget.js")).registerBudget,
+  compact: async () => (await import("./commands/compact.js")).registerCompact,
+  undo: async () => (await import("./commands/undo.js")).registerUndo,
+  report: async () => (await import("./commands/report.js")).registerReport,
+  "install-skill": async () => (await import("./commands/install-skill.js")).registerInstallSkill,
+  completion: async () => (await import("./commands/completion.js")).registerCompletion,
+};
+
+/**
+ * The command `argv` runs: its name; `"all"` when every command must be complete (`help <command>`,
+ * `completion`); null for the top-level help or version, which need only the summaries.
+ */
+export function commandOf(args: string[]): CommandName | "all" | null {
+  const first = args.find((a) => !a.startsWith("-"));
+  if (first === undefined) return args.some((a) => ["-h", "--help", "-V", "--version"].includes(a)) ? null : "run";
+  if (first === "help" || first === "completion") return "all";
+  return Object.hasOwn(COMMAND_SUMMARIES, first) ? (first as CommandName) : "run";
+}
+
+/**
+ * Build the program; commands report their exit code through `exit`.
+ * @param complete the commands registered with their options and action (default: all); the others
+ *   get their name, description and arguments only, which is all the top-level help shows
+ */
+export async function buildProgram(exit: ExitState, complete: CommandName[] | "all" = "all"): Promise<Command> {
   const program = new Command();
   program
     .name("condense")
@@ -45,17 +69,23 @@ export function buildProgram(exit: ExitState): Command {
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
-  registerRun(program, exit);
-  registerRender(program, exit);
-  registerQuery(program, exit);
-  registerMetrics(program, exit);
-  registerBudget(program, exit);
-  registerCompact(program, exit);
-  registerUndo(program, exit);
-  registerReport(program, exit);
-  registerInstallSkill(program, exit);
-  registerCompletion(program, exit);
+  const names = Object.keys(COMMAND_SUMMARIES) as CommandName[];
+  const wanted = new Set(complete === "all" ? names : complete);
+  const registers = await Promise.all(names.map((name) => (wanted.has(name) ? LOADERS[name]() : null)));
+  names.forEach((name, i) => {
+    const register = registers[i];
+    if (register) register(program, exit);
+    else summaryOnly(program, name);
+  });
   return program;
+}
+
+/** A command as the top-level help shows it: name, description, arguments, `[options]`. */
+function summaryOnly(program: Command, name: CommandName): void {
+  const summary: CommandSummary = COMMAND_SUMMARIES[name];
+  const command = program.command(name, { isDefault: summary.isDefault }).description(summary.description);
+  if (summary.args) command.arguments(summary.args);
+  if (!summary.noOptions) withCommonOptions(command);
 }
 
 /**
@@ -64,7 +94,8 @@ export function buildProgram(exit: ExitState): Command {
  */
 export async function main(argv: string[]): Promise<number> {
   const exit: ExitState = { code: 0 };
-  const program = buildProgram(exit);
+  const chosen = commandOf(argv.slice(2));
+  const program = await buildProgram(exit, chosen === "all" ? "all" : chosen === null ? [] : [chosen]);
   // With --json, a failure before the command printed its document still gives one JSON document.
   const json = argv.slice(2).includes("--json");
   const fail = (message: string, code: number): number => {

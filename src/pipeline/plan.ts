@@ -41,7 +41,7 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
-    /**
+  /**
    * True when only the render after the run is wanted (a dry-run render, the "after" a command
    * reports): the entries are never written, so the flush-metrics entry carries zeros instead of
    * the extension's JSON-measured context metrics (a serialization of every branch message), and
@@ -74,10 +74,9 @@ export interface RunPlan {
  */
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
-  const metrics =
-    options.renderOnly
-      ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
-      : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
+  const metrics = options.renderOnly
+    ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
+    : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
   const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
   const capture = view.capture;

@@ -4,6 +4,7 @@
  * level, the delta and which trigger fires; then a summary and a small chart. Nothing is written.
  */
 import { Option, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig, setKey } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
 import { budgetChart } from "../../report/budget-chart.js";
@@ -40,7 +41,7 @@ function fractionFlag(flag: string, value: string): number | null {
 export function registerBudget(program: Command, _exit: ExitState): void {
   const cmd = program
     .command("budget")
-    .description("dry-run of the budget triggers (autoBudgetThreshold, budgetTurnDelta) over the session's recorded usage")
+    .description(COMMAND_SUMMARIES.budget.description)
     .argument("[session]", "session file or id (default: latest session of this directory)")
     .option("--threshold <share>", "autoBudgetThreshold: a fraction in (0, 1] or a percentage (0.735, 73.5%), or off (default: the configuration's)")
     .option("--delta <share>", "budgetTurnDelta: a fraction in (0, 1] or a percentage (0.04, 4%), or off (default: the configuration's)")

@@ -6,6 +6,7 @@
  * (`--jobs`; worker threads for the zero-model path); one failing file never stops the others.
  */
 import { Option, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import type { CompactionSettings } from "../../compact/settings.js";
 import type { CompactSessionOptions } from "../../pipeline/compact.js";
 import type { CompactFileResult } from "../../pipeline/compact-report.js";
@@ -79,7 +80,7 @@ function sessionOptions(options: CompactOptions): CompactSessionOptions {
 function declareCompact(program: Command): Command {
   return program
     .command("compact")
-    .description("Pi's own compaction, offline: append a Pi-native compaction entry (summary + kept recent messages) to each session")
+    .description(COMMAND_SUMMARIES.compact.description)
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--dry-run", "compute everything, write nothing")
     .option("--output <file>", "write the original bytes plus the compaction entry to FILE; the input stays untouched")

@@ -4,6 +4,7 @@
  * the script's header and the README.
  */
 import { Argument, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { completionScript, SHELLS, type Shell } from "../completion/scripts.js";
 import { completionSpec } from "../completion/spec.js";
 import type { ExitState } from "../options.js";
@@ -13,7 +14,7 @@ import { packageVersion } from "../version.js";
 export function registerCompletion(program: Command, _exit: ExitState): void {
   program
     .command("completion")
-    .description("print the shell completion script for bash, zsh or fish")
+    .description(COMMAND_SUMMARIES.completion.description)
     .addArgument(new Argument("<shell>", "the shell").choices(SHELLS))
     .addHelpText(
       "after",

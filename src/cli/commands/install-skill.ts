@@ -7,6 +7,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { SKILL_NAME, skillMarkdown, skillPath } from "../../query/skill.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { RuntimeFailure, UsageError } from "../../util/errors.js";
@@ -22,7 +23,7 @@ interface InstallSkillOptions extends CommonOptions {
 export function registerInstallSkill(program: Command, _exit: ExitState): void {
   const cmd = program
     .command("install-skill")
-    .description(`install the ${SKILL_NAME} Pi skill: tells the agent how to get pruned outputs back with condense query`)
+    .description(COMMAND_SUMMARIES["install-skill"].description)
     .option("--project", "install for this project (<cwd>/.pi/skills) instead of for every project (the agent dir's skills/)")
     .option("--print", "print SKILL.md on stdout and write nothing")
     .option("--force", "overwrite a SKILL.md that differs from this version's (an older version, or edited)")

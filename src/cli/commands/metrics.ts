@@ -8,6 +8,7 @@
  * alone is 2, as for every command); otherwise 3 when a limit is crossed; otherwise 0.
  */
 import { Option, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import { checkGates, describeCrossing, type GateCrossing, type GateLimits } from "../../report/gates.js";
 import { DIAGNOSTIC_KINDS, FAULT_KINDS, type DiagnosticName } from "../../report/diagnostics.js";
@@ -66,7 +67,7 @@ export interface MetricsTotals {
 export function registerMetrics(program: Command, exit: ExitState): void {
   const cmd = program
     .command("metrics")
-    .description("context metrics and structural diagnostics of sessions; limits turn it into a CI gate (exit 3)")
+    .description(COMMAND_SUMMARIES.metrics.description)
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
     .addOption(

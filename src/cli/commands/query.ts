@@ -9,6 +9,7 @@
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { ToolCallIndexer } from "../../prune/indexer.js";
 import { blobsFolder } from "../../prune/spill.js";
 import { projectBranch } from "../../context/projection.js";
@@ -90,7 +91,7 @@ function showHit(
 export function registerQuery(program: Command, exit: ExitState): void {
   const cmd = program
     .command("query")
-    .description("print the stored original output behind short refs (t3), occurrence keys or raw tool-call ids")
+    .description(COMMAND_SUMMARIES.query.description)
     .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
     .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")

@@ -3,6 +3,7 @@
  * (docs/design.md §7); `--dry-run` renders it as it would be after `run`, computed in memory.
  */
 import { Option, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
 import type { RenderAs } from "../../pipeline/render.js";
@@ -28,7 +29,7 @@ interface RenderOptions extends CommonOptions, ConfigFlags {
 export function registerRender(program: Command, _exit: ExitState): void {
   const cmd = program
     .command("render")
-    .description("print the model-visible context of a session after pruning")
+    .description(COMMAND_SUMMARIES.render.description)
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
     .addOption(

@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Option, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import { reportPage, type ChartLibrary } from "../../report/html-page.js";
 import { REPORT_SCHEMA, reportTotals, sectionAnchors, type ReportDocument, type SessionReport } from "../../report/session-report.js";
@@ -42,7 +43,7 @@ export function chartLibrary(): ChartLibrary {
 export function registerReport(program: Command, exit: ExitState): void {
   const cmd = program
     .command("report")
-    .description("a picture of sessions: context per turn, where pruning and compaction fire, what run and compact would save (HTML, JSON or a table)")
+    .description(COMMAND_SUMMARIES.report.description)
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--html <file>", "write one self-contained HTML page (no network needed to view it); - for stdout")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))

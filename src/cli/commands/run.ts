@@ -5,6 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { Option, type Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import type { RunFileResult, RunHooks } from "../../pipeline/run.js";
 import type { FlushProgress } from "../../prune/flush.js";
@@ -54,7 +55,7 @@ interface RunOptions extends CommonOptions, ConfigFlags, ArchiveOptions {
 function declareRun(program: Command): Command {
   const cmd = program
     .command("run", { isDefault: true })
-    .description("prune sessions: summarize unpruned tool batches and append the pruning entries")
+    .description(COMMAND_SUMMARIES.run.description)
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--dry-run", "compute everything, write nothing (not even sidecars)")
     .option("--estimate", "count the batches, input tokens and expected cost a model would be sent; no model is called, nothing written")

@@ -5,6 +5,7 @@
  * (`condense.undo/1`, docs/json-schemas.md). Each call undoes one write; earlier ones, one by one.
  */
 import type { Command } from "commander";
+import { COMMAND_SUMMARIES } from "../command-list.js";
 import { type UndoResult, undoSession, writeName } from "../../pipeline/undo.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
@@ -23,7 +24,7 @@ interface UndoCliOptions extends CommonOptions {
 export function registerUndo(program: Command, _exit: ExitState): void {
   const cmd = program
     .command("undo")
-    .description("remove the entries of the last condense run or compact on a session, when nothing was appended after them")
+    .description(COMMAND_SUMMARIES.undo.description)
     .argument("[session]", "session file or id (default: latest session of this directory)")
     .option("--dry-run", "say what would be removed; change nothing")
     .option("--force", "undo even while Pi or another process has the session open")
