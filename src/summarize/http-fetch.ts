@@ -11,13 +11,13 @@
  */
 import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { Readable } from "node:stream";
+import type { Readable, Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
 
 type Fetch = typeof globalThis.fetch;
 
 /** Decoders for the content encodings an answer may come in. */
-const DECODERS: Record<string, () => NodeJS.ReadWriteStream> = {
+const DECODERS: Record<string, () => Transform> = {
   gzip: createGunzip,
   "x-gzip": createGunzip,
   deflate: createInflate,
@@ -44,7 +44,7 @@ function responseOf(res: IncomingMessage): Response {
   const status = res.statusCode ?? 0;
   const encoding = String(res.headers["content-encoding"] ?? "").toLowerCase();
   const decode = Object.hasOwn(DECODERS, encoding) ? DECODERS[encoding] : undefined;
-  const source: Readable = decode ? (res.pipe(decode()) as unknown as Readable) : res;
+  const source: Readable = decode ? res.pipe(decode()) : res;
   if (decode) res.on("error", (e) => source.destroy(e));
   const bodyless = status === 204 || status === 304 || status < 200;
   return new Response(bodyless ? null : webBody(source), { status, statusText: res.statusMessage, headers });
