@@ -70,19 +70,32 @@ function headerCandidate(line: string): PeekedHeader | null | undefined {
 export async function peekHeader(path: string): Promise<PeekedHeader | null> {
   const handle = await open(path, "r");
   try {
-    const buf = Buffer.alloc(1024 * 1024);
-    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
-    for (const line of buf.toString("utf8", 0, bytesRead).split("\n")) {
-      const header = headerCandidate(line);
-      if (header !== undefined) return header;
+    // Read in small pieces: the header is the first line, and an archive peeks at every file.
+    const buf = Buffer.alloc(HEADER_SCAN_BYTES);
+    let read = 0;
+    let lineStart = 0;
+    for (;;) {
+      const { bytesRead } = await handle.read(buf, read, Math.min(HEADER_PIECE_BYTES, buf.length - read), read);
+      read += bytesRead;
+      const end = bytesRead === 0 || read === buf.length;
+      for (let nl = buf.indexOf(10, lineStart); nl !== -1 && nl < read; nl = buf.indexOf(10, lineStart)) {
+        const header = headerCandidate(buf.toString("utf8", lineStart, nl));
+        if (header !== undefined) return header;
+        lineStart = nl + 1;
+      }
+      // The window ends (1 MiB or the file): its last line is taken as it is, cut or not.
+      if (end) return headerCandidate(buf.toString("utf8", lineStart, read)) ?? null;
     }
-    return null;
   } catch {
     return null;
   } finally {
     await handle.close();
   }
 }
+
+/** How far Pi's session discovery looks for the header (1 MiB), and the pieces it is read in. */
+const HEADER_SCAN_BYTES = 1024 * 1024;
+const HEADER_PIECE_BYTES = 16 * 1024;
 
 /** Session id encoded in a Pi file name `<timestamp>_<id>.jsonl`. */
 function idFromFileName(path: string): string | undefined {

@@ -85,6 +85,11 @@ function descriptorMap(root: string, fresh: boolean): DescriptorMap {
   return map;
 }
 
+/** False for a process whose name rules Pi out (see {@link isPiProcess}). */
+function mayBePi(comm: string): boolean {
+  return comm === "pi" || comm === "pi-rpc" || /^(node|bun)/.test(comm);
+}
+
 /** True for a Pi process: titled `pi` / `pi-rpc`, or node/bun running pi-coding-agent. */
 export function isPiProcess(p: ProcessInfo): boolean {
   if (p.comm === "pi" || p.comm === "pi-rpc") return true;
@@ -157,6 +162,9 @@ export async function checkSessionOpen(
   let byPi = false;
   const cwd = session.cwd ? real(session.cwd) : null;
   for (const pid of table.pids) {
+    // Only a Pi can refuse here: its name says so before anything else of it is read.
+    const comm = table.comm(pid);
+    if (comm !== null && !mayBePi(comm)) continue;
     const p = table.info(pid);
     if (!p || p.pid === process.pid || !isPiProcess(p) || cwd === null || p.cwd !== cwd) continue;
     const why = await whyPiHasIt(p, session, path, table, now);

@@ -52,6 +52,17 @@ export class ProcessTable {
     return this.infos.get(pid) ?? null;
   }
 
+  /**
+   * Its name (`/proc/<pid>/comm`) alone, without the rest of {@link info} (one read: a check that
+   * looks for one kind of process among all of them, once per file of an archive); null when it
+   * cannot be read (then ask {@link info}).
+   */
+  comm(pid: number): string | null {
+    const known = this.infos.get(pid);
+    if (known !== undefined) return known?.comm ?? null;
+    return readText(join(this.root, String(pid), "comm"))?.replace(/\n$/, "") ?? null;
+  }
+
   /** Its environment (`/proc/<pid>/environ`), or null when unreadable. */
   environment(pid: number): NodeJS.ProcessEnv | null {
     const raw = readText(join(this.root, String(pid), "environ"));
