@@ -63,6 +63,41 @@ export function spilledStub(record: ToolCallRecord, ref: string): string {
   ].join("\n");
 }
 
+/**
+ * Whose stub texts a render writes: `extension` — the texts the pi-condense extension puts in the
+ * context (its code, byte for byte); `pi` — the texts `run --target pi` writes into Pi's own
+ * `context_edit` entries for stock Pi, which has no `context_tree_query` tool: they name the
+ * `condense query <ref>` command ({@link recoveryHint}) and still name `context_tree_query` for a
+ * model that has the extension. Native texts are longer than the extension's, so the extension,
+ * switched on over a native file, only ever replaces a stub by a shorter one.
+ */
+export type StubWording = { target: "extension" } | { target: "pi"; recovery: RecoveryOptions };
+
+/** The extension's wording (the default of every render). */
+export const EXTENSION_WORDING: StubWording = { target: "extension" };
+
+/**
+ * The stub of a summarized (or deduplicated) result in a wording: {@link summarizedStub}, or for
+ * stock Pi ``[Summarized in pruner summary, ref `t3`. Run `condense query t3` in bash to retrieve
+ * the full output (add --full past 2000 lines / 50 KB). Or use context_tree_query if you have it.]``
+ */
+export function summarizedStubIn(wording: StubWording, ref: string): string {
+  if (wording.target === "extension") return summarizedStub(ref);
+  return `[Summarized in pruner summary, ref \`${ref}\`. ${recoveryHint(ref, wording.recovery)} Or use context_tree_query if you have it.]`;
+}
+
+/**
+ * The stub of a spilled result in a wording: {@link spilledStub}, or for stock Pi the same lines
+ * with {@link recoveryHint} before the last one (which still names `context_tree_query`, so
+ * {@link stubRef} reads both).
+ */
+export function spilledStubIn(wording: StubWording, record: ToolCallRecord, ref: string): string {
+  const text = spilledStub(record, ref);
+  if (wording.target === "extension") return text;
+  const cut = text.lastIndexOf("\n");
+  return `${text.slice(0, cut)}\n${recoveryHint(ref, wording.recovery)}${text.slice(cut)}`;
+}
+
 /** True when a tool result's text is a pruner stub. */
 export function isStubText(text: string): boolean {
   return STUB_PREFIXES.some((p) => text.startsWith(p));
@@ -131,6 +166,15 @@ export function recoveryHint(refs: string | string[], options: RecoveryOptions =
 export function compressedChainText(block: { blockId: string; toolRefs?: string[] }, body: string, protectedOutputs: { tool: string; text: string }[]): string {
   const relocated = protectedOutputs.map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`).join("");
   return `<compressed-chain id="${block.blockId}" tools="${(block.toolRefs ?? []).join(",")}">\n${body}${relocated}\n</compressed-chain>`;
+}
+
+/**
+ * The body of a chain block in a wording: as it is for the extension; for stock Pi followed by
+ * {@link recoveryHint} for the chain's refs (none when the chain has no refs).
+ */
+export function chainBodyIn(wording: StubWording, body: string, refs: string[]): string {
+  if (wording.target === "extension" || refs.length === 0) return body;
+  return `${body}\n\n${recoveryHint(refs, wording.recovery)}`;
 }
 
 /** The block id of a text that starts with a compressed-chain block, or undefined. */

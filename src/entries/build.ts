@@ -1,15 +1,19 @@
 /**
- * Every `context-prune-*` entry condense writes is built here (docs/design.md §5), in the field
- * order the extension writes: `custom` entries carry `data`; the summary is a `custom_message`
- * (hidden from the TUI, so it enters only the model's context). Ids, parents and timestamps are
- * added when the entries are chained (`session/writer.ts` `chainEntries`).
+ * Every entry condense writes is built here (docs/design.md §5): the `context-prune-*` entries in
+ * the field order the extension writes — `custom` entries carry `data`; the summary is a
+ * `custom_message` (hidden from the TUI, so it enters only the model's context) — and, for
+ * `run --target pi`, Pi's own `context_edit` entries plus the `condense-context-edits` entry that
+ * lists them. Ids, parents and timestamps are added when the entries are chained
+ * (`session/writer.ts` `chainEntries`).
  */
-import type { NewEntry } from "../session/types.js";
+import type { ContextEditEntry, NewEntry } from "../session/types.js";
 import {
+  CONTEXT_EDITS_TYPE,
   CUSTOM_TYPES,
   type ChainEntryData,
   type DedupAliasData,
   type DiagnosticData,
+  type ContextEditsData,
   type FlushMetricsData,
   type FrontierData,
   type IndexEntryData,
@@ -73,4 +77,19 @@ export function statsEntry(data: StatsData): NewEntry {
 /** `context-prune-flush-metrics`: what one (offline) flush did, with the context metrics before it. */
 export function flushMetricsEntry(data: FlushMetricsData): NewEntry {
   return custom(CUSTOM_TYPES.flushMetrics, data);
+}
+
+/**
+ * Pi's `context_edit` (pi-coding-agent 1.6 `SessionManager.appendContextEdit`): the latest one per
+ * target on the branch replaces that entry's content (`{ content }`) or omits it (`null`) in
+ * Pi's projection. The caller checks that the target is one `appendContextEdit` accepts
+ * (`context/projection.ts` `isEditableTarget`).
+ */
+export function contextEditEntry(targetId: string, replacement: ContextEditEntry["replacement"]): NewEntry {
+  return { type: "context_edit", targetId, replacement };
+}
+
+/** `condense-context-edits`: the ids of the `context_edit` entries one run wrote. */
+export function contextEditsEntry(data: ContextEditsData): NewEntry {
+  return custom(CONTEXT_EDITS_TYPE, data);
 }

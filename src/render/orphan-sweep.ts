@@ -20,11 +20,14 @@ export interface SweepResult {
   messages: AgentMessage[];
   /** Tool-call ids of the removed results, in array order. */
   sweptIds: string[];
+  /** Indexes (into the input) of the removed results, ascending. */
+  sweptAt: number[];
 }
 
 /** Remove tool results that no open call answers for. */
 export function sweepOrphanToolResults(messages: AgentMessage[]): SweepResult {
   const sweptIds: string[] = [];
+  const sweptAt: number[] = [];
   let out: AgentMessage[] | null = null;
   walkToolPairs(messages, SWEEP_PAIRING, {
     assistant: (_i, m) => out?.push(m),
@@ -35,10 +38,11 @@ export function sweepOrphanToolResults(messages: AgentMessage[]): SweepResult {
         return;
       }
       sweptIds.push(String(m.toolCallId));
+      sweptAt.push(i);
       out ??= messages.slice(0, i);
     },
   });
-  return { messages: out ?? messages, sweptIds };
+  return { messages: out ?? messages, sweptIds, sweptAt };
 }
 
 /** The sweep's pairing: calls of the latest assistant message only, closed by any other message, each answered once. */

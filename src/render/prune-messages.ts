@@ -4,7 +4,7 @@
  * nothing returns the very same array.
  */
 import type { AgentMessage } from "../session/types.js";
-import { applyChainCompressions } from "./chain-range-prune.js";
+import { chainRangePrune } from "./chain-range-prune.js";
 import { dedupDiagnostics } from "./diagnostics.js";
 import { purgeErroredArgs } from "./error-purge.js";
 import { orphanSweepDiagnostic, sweepOrphanToolResults } from "./orphan-sweep.js";
@@ -21,16 +21,17 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   const phases: PhaseResult[] = [];
   const diagnostics: RenderDiagnostic[] = [];
 
-  // Phase 1: stub-replace.
-  let current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns);
+  // Phase 1: stub-replace (one message per input message, in place).
+  let current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns, ctx.wording);
   phases.push({ phase: "stub-replace", messages: current });
 
-  // Phase 2: error purge.
+  // Phase 2: error purge (in place too).
   current = purgeErroredArgs(current, ctx.config.purgeErrors);
   phases.push({ phase: "error-purge", messages: current });
 
   // Phase 3: chain-range prune.
-  current = applyChainCompressions(current, ctx, diagnostics);
+  const chained = chainRangePrune(current, ctx, diagnostics);
+  current = chained.messages;
   phases.push({ phase: "chain-range-prune", messages: current });
 
   // Phase 4: orphan sweep (always).
@@ -39,5 +40,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   current = swept.messages;
   phases.push({ phase: "orphan-sweep", messages: current });
 
-  return { messages: current, phases, diagnostics: dedupDiagnostics(diagnostics) };
+  const removed = new Set(swept.sweptAt);
+  const origins = chained.origins.filter((_, i) => !removed.has(i));
+  return { messages: current, origins, phases, diagnostics: dedupDiagnostics(diagnostics) };
 }

@@ -79,7 +79,8 @@ export class IdAllocator {
 /**
  * Give entries ids, parents and timestamps: the first is a child of the session's leaf, each next
  * one a child of the one before. Field order is Pi's: type, (custom fields), id, parentId, timestamp
- * for custom entries; we keep `type` first and append id/parentId/timestamp after the payload.
+ * for custom entries (`type` first, id/parentId/timestamp after the payload); type, id, parentId,
+ * timestamp, targetId, replacement for context edits.
  *
  * @param session the session as read (its leaf becomes the first parent)
  * @param entries payloads, in append order
@@ -90,7 +91,11 @@ export function chainEntries(session: Pick<Session, "leaf" | "byId" | "id">, ent
   let parentId: string | null = session.leaf?.id ?? null;
   return entries.map((payload) => {
     const id = ids.next();
-    const entry: SessionEntry = { ...payload, id, parentId, timestamp: nowIso };
+    // A context edit in the field order Pi's appendContextEdit writes: type, id, parentId, timestamp, then the edit.
+    const entry: SessionEntry =
+      payload.type === "context_edit"
+        ? { type: payload.type, id, parentId, timestamp: nowIso, targetId: payload.targetId, replacement: payload.replacement }
+        : { ...payload, id, parentId, timestamp: nowIso };
     parentId = id;
     return entry;
   });
