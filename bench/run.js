@@ -319,6 +319,22 @@ const sections = [
     c.summary.push(`render / read = ${ratio(r.ratio)}  [largest shared session after run]`);
   },
 
+  async function compact(c) {
+    if (!c.largest) {
+      console.log("\n[compact, every shared session] skipped: ../shared/sessions is absent");
+      return;
+    }
+    const { benchCompact, formatCompactRows } = await import("./compact.js");
+    const rows = await benchCompact();
+    console.log("\n[compact, every shared session] Pi's defaults, zero-model summary; context = Pi's estimate (tokens) before → after");
+    for (const line of formatCompactRows(rows)) console.log(`  ${line}`);
+    const done = rows.filter((r) => r.status === "compacted");
+    const sum = (f) => done.reduce((t, r) => t + f(r), 0);
+    c.summary.push(
+      `compact: ${done.length} of ${rows.length} shared sessions compacted, context ${sum((r) => r.before).toLocaleString("en-US")} → ${sum((r) => r.after).toLocaleString("en-US")} tokens in total`,
+    );
+  },
+
   // Sections that run in their own process (a local server, worker threads): their output as is.
   async function llmSummaries(c) {
     console.log("\n[model-written summaries] bench/llm.js");

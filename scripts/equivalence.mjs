@@ -18,7 +18,9 @@
 //   nothing), and after the run: render --format json, render --json, metrics --json, query --json
 //   and query (text) of every short ref and every raw tool-call id the file records, plus one block id;
 //   then, on a fresh copy, render --dry-run --json and run --json with other settings (agent-message
-//   batching, rolling window 0, no trivial skip).
+//   batching, rolling window 0, no trivial skip); then, on another fresh copy (builds that have it),
+//   compact --dry-run --json, compact --json keeping 1000 tokens (and the bytes it wrote), render
+//   --format json after it, and a second compact --json.
 // v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -154,6 +156,27 @@ function recordedRefs(file) {
   return { refs: [...refs].sort(byNumber), ids: [...ids].sort(), blocks: [...blocks].sort(byNumber) };
 }
 
+/**
+ * `compact` on a fresh copy (in a folder of its own, so no backup of an earlier run is in the way):
+ * a dry run with Pi's defaults, a compaction that keeps 1000 tokens (small sessions have something
+ * to compact too), the bytes it wrote, the render after it, and a second compact (already compacted).
+ */
+async function captureCompact(main, source, dir, save, migrate) {
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, path.basename(source));
+  copyFileSync(source, file);
+  utimesSync(file, OLD_MTIME, OLD_MTIME);
+  save("22-compact-dry.txt", await cli(main, ["compact", "--dry-run", "--json", ...migrate, file], { json: true }));
+  const before = readFileSync(file);
+  save("23-compact.txt", await cli(main, ["compact", "--json", "--keep-recent-tokens", "1000", ...migrate, file], { json: true }));
+  const after = readFileSync(file);
+  const appended = after.subarray(0, before.length).equals(before) ? after.subarray(before.length) : null;
+  save("24-compact-bytes.txt", appended ? `appended ${appended.length} bytes\n${appended}` : `rewritten, ${after.length} bytes\n${after}`);
+  save("25-render-after-compact-json.txt", await cli(main, ["render", "--format", "json", file]));
+  utimesSync(file, OLD_MTIME, OLD_MTIME);
+  save("26-compact-again.txt", await cli(main, ["compact", "--json", "--keep-recent-tokens", "1000", ...migrate, file], { json: true }));
+}
+
 /** Capture every command over every input with the build in `dist`, into `outDir`. */
 async function capture(outDir, dist) {
   const entry = path.join(dist, "cli/main.js");
@@ -167,6 +190,8 @@ async function capture(outDir, dist) {
   delete process.env.PI_SESSION_FILE;
   delete process.env.FORCE_COLOR;
   const { main } = await import(pathToFileURL(entry).href);
+  // Builds from before `compact` existed capture everything else.
+  const hasCompact = existsSync(path.join(dist, "pipeline/compact.js"));
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const list = inputs(ROOT);
@@ -228,6 +253,8 @@ async function capture(outDir, dist) {
     const changed = readFileSync(file);
     const tail = changed.subarray(0, plain.length).equals(plain) ? changed.subarray(plain.length) : null;
     save("21-variant-run-bytes.txt", tail ? `appended ${tail.length} bytes\n${tail}` : `rewritten, ${changed.length} bytes\n${changed}`);
+
+    if (hasCompact) await captureCompact(main, source, path.join(work, "compact"), save, migrate);
   }
   if (process.stderr.isTTY) process.stderr.write("\n");
   process.chdir(ROOT);

@@ -17,7 +17,7 @@ const LAYERS: string[][] = [
   ["entries"],
   ["context"],
   ["summarize"],
-  ["prune"],
+  ["prune", "compact"],
   ["chain"],
   ["render"],
   ["report", "query"],

@@ -26,6 +26,18 @@ export async function importPiMessages(): Promise<any> {
   return await import(/* @vite-ignore */ url);
 }
 
+/** Pi 1.6's compaction module (compaction/compaction.js: prepareCompaction, compact, estimates), loaded by file URL. */
+export async function importPiCompaction(): Promise<any> {
+  const url = pathToFileURL(path.join(PI_CORE, "compaction/compaction.js")).href;
+  return await import(/* @vite-ignore */ url);
+}
+
+/** Pi 1.6's compaction utilities (compaction/utils.js: computeFileLists, serializeConversation), loaded by file URL. */
+export async function importPiCompactionUtils(): Promise<any> {
+  const url = pathToFileURL(path.join(PI_CORE, "compaction/utils.js")).href;
+  return await import(/* @vite-ignore */ url);
+}
+
 /** A fresh temp folder; call the returned function to remove it. */
 export function makeTempDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), `condense-${prefix}-`));

@@ -11,6 +11,7 @@
  *   clones. From TypeScript sources (tests) the pool is unavailable and the in-process
  *   path is used; `CONDENSE_WORKERS=0` also forces it (for comparisons and debugging).
  */
+import { setMaxListeners } from "node:events";
 import pLimit from "p-limit";
 import { availableParallelism } from "node:os";
 import { existsSync } from "node:fs";
@@ -35,6 +36,22 @@ export interface RemoteTask {
   fn: string;
   /** Structured-cloneable options passed as the second argument. */
   options: unknown;
+}
+
+/**
+ * Ctrl-C during a writing command: the first aborts `signal` (in-flight model calls stop, and a
+ * session not yet written stays untouched: exit 130), a second one exits at once. Call
+ * `release()` when the work is over.
+ */
+export function interruptOnSigint(): { signal: AbortSignal; release(): void } {
+  const interrupt = new AbortController();
+  setMaxListeners(0, interrupt.signal); // one listener per in-flight call
+  const onSigint = () => {
+    if (interrupt.signal.aborted) process.exit(130);
+    interrupt.abort();
+  };
+  process.on("SIGINT", onSigint);
+  return { signal: interrupt.signal, release: () => process.off("SIGINT", onSigint) };
 }
 
 /** Default `--jobs`: the number of cores. */

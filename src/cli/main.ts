@@ -8,6 +8,7 @@ import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { Output } from "./output.js";
 import { registerBudget } from "./commands/budget.js";
+import { registerCompact } from "./commands/compact.js";
 import { registerCompletion } from "./commands/completion.js";
 import { registerInstallSkill } from "./commands/install-skill.js";
 import { registerMetrics } from "./commands/metrics.js";
@@ -34,6 +35,7 @@ export function buildProgram(exit: ExitState): Command {
   registerQuery(program, exit);
   registerMetrics(program, exit);
   registerBudget(program, exit);
+  registerCompact(program, exit);
   registerInstallSkill(program, exit);
   registerCompletion(program, exit);
   return program;

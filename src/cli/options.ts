@@ -5,6 +5,7 @@
  */
 import { Option, type Command } from "commander";
 import type { ConfigSources } from "../config/config.js";
+import { UsageError } from "../util/errors.js";
 
 /** Options every command takes. */
 export interface CommonOptions {
@@ -51,4 +52,13 @@ export function configSources(flags: ConfigFlags): ConfigSources {
   if (flags.thinking) overrides.summarizerThinking = flags.thinking;
   if (flags.chain === false) overrides["chainCompression.enabled"] = false;
   return { configFile: flags.config, sets: flags.set ?? [], overrides };
+}
+
+/** A token count flag (`--reserve-tokens`, …): a non-negative integer, or undefined when absent. @throws UsageError naming the flag */
+export function tokensFlag(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (value.trim() === "" || !Number.isSafeInteger(n) || n < 0)
+    throw new UsageError(`${name}: expected a non-negative integer (tokens), got ${JSON.stringify(value)}`);
+  return n;
 }

@@ -96,7 +96,9 @@ export class Spinner {
     this.current = text;
     void import("ora").then(({ default: ora }) => {
       if (this.stopped) return;
-      this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean } });
+      // discardStdin off: ora's raw-mode stdin only turns Ctrl-C back into SIGINT while something reads
+      // stdin, and nothing does here — with it on, Ctrl-C would be swallowed.
+      this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean }, discardStdin: false });
       this.ora.start();
     });
   }

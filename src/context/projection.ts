@@ -132,12 +132,25 @@ export function isEditableTarget(entry: SessionEntry): boolean {
   return role === "user" || role === "assistant" || role === "toolResult";
 }
 
-/** A branch projected once: what the projection, the capture and the render all read. */
+/** One entry of the compaction-aware entry list with the messages it contributes (possibly none). */
+export interface ProjectedEntry {
+  sourceEntry: SessionEntry;
+  messages: AgentMessage[];
+}
+
+/** A branch projected once: what the projection, the capture, the render and compaction all read. */
 export interface BranchContext {
   /** The compaction-aware entry list ({@link buildContextEntries}). */
   entries: SessionEntry[];
   /** The latest `context_edit` per target among `entries` ({@link latestEdits}). */
   edits: Map<string, ContextEditEntry>;
+  /**
+   * Pi's `buildSessionProjection(...).entries`: every entry of `entries`, in order, with its
+   * messages after its latest context edit — metadata entries keep an empty list, and an older
+   * compaction retained inside the kept range contributes nothing (only the newest, at index 0,
+   * gives its summary). Compaction's cut point walks this list.
+   */
+  projected: ProjectedEntry[];
   /** The projected messages, each with its source entry ({@link projectBranch}). */
   items: ContextItem[];
 }
@@ -150,17 +163,23 @@ export interface BranchContext {
 export function projectContext(branch: SessionEntry[]): BranchContext {
   const entries = buildContextEntries(branch);
   const edits = latestEdits(entries);
+  const projected = entries.map((sourceEntry, index) => ({
+    sourceEntry,
+    messages: sourceEntry.type === "compaction" && index > 0 ? [] : applyEdit(entryToMessages(sourceEntry), edits.get(sourceEntry.id)),
+  }));
   const items: ContextItem[] = [];
-  entries.forEach((entry, index) => {
-    if (entry.type === "compaction" && index > 0) return;
-    for (const message of applyEdit(entryToMessages(entry), edits.get(entry.id))) items.push({ message, entry });
-  });
-  return { entries, edits, items };
+  for (const { sourceEntry: entry, messages } of projected) for (const message of messages) items.push({ message, entry });
+  return { entries, edits, projected, items };
 }
 
 /** The context items of a branch ({@link projectContext}). */
 export function projectBranch(branch: SessionEntry[]): ContextItem[] {
   return projectContext(branch).items;
+}
+
+/** The projected entries of a branch ({@link BranchContext.projected}). */
+export function projectEntries(branch: SessionEntry[]): ProjectedEntry[] {
+  return projectContext(branch).projected;
 }
 
 /** Pi's `bashExecutionToText`: the user-message text for a `!command` run. */

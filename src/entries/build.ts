@@ -1,12 +1,13 @@
 /**
- * Every entry condense writes is built here (docs/design.md §5): the `context-prune-*` entries in
- * the field order the extension writes — `custom` entries carry `data`; the summary is a
- * `custom_message` (hidden from the TUI, so it enters only the model's context) — and, for
- * `run --target pi`, Pi's own `context_edit` entries plus the `condense-context-edits` entry that
- * lists them. Ids, parents and timestamps are added when the entries are chained
- * (`session/writer.ts` `chainEntries`).
+ * Every entry condense writes is built here, in the field order its writer uses. The
+ * `context-prune-*` entries (docs/design.md §5) as the extension writes them: `custom` entries
+ * carry `data`; the summary is a `custom_message` (hidden from the TUI, so it enters only the
+ * model's context). The `compaction` entry (docs/design.md §10) as Pi writes it. For
+ * `run --target pi`, Pi's own `context_edit` entries and the `condense-context-edits` entry that
+ * lists them (docs/design.md "Native mode"). Ids, parents and timestamps are added when the
+ * entries are chained (`session/writer.ts` `chainEntries`).
  */
-import type { ContextEditEntry, NewEntry } from "../session/types.js";
+import type { CompactionDetails, CompactionEntry, ContextEditEntry, Message, NewEntry } from "../session/types.js";
 import {
   CONTEXT_EDITS_TYPE,
   CUSTOM_TYPES,
@@ -77,6 +78,33 @@ export function statsEntry(data: StatsData): NewEntry {
 /** `context-prune-flush-metrics`: what one (offline) flush did, with the context metrics before it. */
 export function flushMetricsEntry(data: FlushMetricsData): NewEntry {
   return custom(CUSTOM_TYPES.flushMetrics, data);
+}
+
+/** The fields of a compaction that its summary step produces (Pi's `CompactionResult`). */
+export type CompactionFields = Pick<CompactionEntry<CompactionDetails>, "summary" | "firstKeptEntryId" | "tokensBefore" | "details" | "usage">;
+
+/**
+ * `compaction`, as Pi 1.6's `SessionManager.appendCompaction` writes it for `/compact`: summary,
+ * firstKeptEntryId, tokensBefore, details, usage (model-written summaries only), `fromHook: false`,
+ * then `systemMessage` — the replay of the branch's system messages, stamped with the entry's
+ * time — when the branch has any; `customInstructions` last when given (docs/design.md §10).
+ * @param options.timestampMs the entry's time (epoch ms; the same instant `chainEntries` stamps)
+ */
+export function compactionEntry(
+  fields: CompactionFields,
+  options: { systemMessage?: Message; timestampMs: number; customInstructions?: string },
+): Omit<CompactionEntry<CompactionDetails>, "id" | "parentId" | "timestamp"> {
+  return {
+    type: "compaction",
+    summary: fields.summary,
+    firstKeptEntryId: fields.firstKeptEntryId,
+    tokensBefore: fields.tokensBefore,
+    details: fields.details,
+    ...(fields.usage ? { usage: fields.usage } : {}),
+    fromHook: false,
+    ...(options.systemMessage ? { systemMessage: { ...options.systemMessage, timestamp: options.timestampMs } } : {}),
+    ...(options.customInstructions ? { customInstructions: options.customInstructions } : {}),
+  };
 }
 
 /**

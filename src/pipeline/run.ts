@@ -4,33 +4,23 @@
  * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
  * through {@link RunHooks}; the command only parses options and prints the report.
  */
-import { realpath } from "node:fs/promises";
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
-import { commitRun, migrateSession, refuseExistingOutput, refuseLiveSession } from "../session/commit.js";
-import { formatWarning, openSession } from "../session/open.js";
-import type { Session } from "../session/session.js";
+import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
 import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
-import { CondenseError, UsageError } from "../util/errors.js";
+import { CondenseError } from "../util/errors.js";
 import { idleReport } from "./pending.js";
 import { planRun, type RunPlan } from "./plan.js";
 import type { RunReport } from "./report.js";
 import { sessionView } from "./view.js";
 
-export interface RunSessionOptions {
+export interface RunSessionOptions extends WriteOptions {
   config: PruneConfig;
   summarizer: SummarizerChoice;
   /** Parallel summarizer calls. */
   concurrency: number;
-  dryRun: boolean;
-  /** Rewrite v1/v2 sessions as v3 first. */
-  migrate: boolean;
-  /** Overwrite `output` or a migration backup; write a session that looks live. */
-  force: boolean;
-  /** Write the original bytes plus the new entries here instead of appending. */
-  output?: string;
   /** Ctrl-C: in-flight summarizer calls abort and nothing is written (exit 130). */
   signal: AbortSignal;
 }
@@ -66,13 +56,8 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   let path = file;
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (options.signal.aborted) throw interrupted();
-  // Write through a symlink to the session it names (as Pi does), with the blobs folder beside it.
-  path = await realpath(file).catch(() => file);
-  const opened = await openSession(path, "write");
-  if (!options.force && !options.dryRun) refuseLiveSession(opened);
-  for (const w of opened.warnings) hooks.warn(formatWarning(w));
-  const { session, migration, base } = await migrateIfAsked(opened, options);
-  if (options.output) refuseExistingOutput(options.output, options.force);
+  const { session, migration, base } = await openForWrite(file, options, (m) => hooks.warn(m));
+  path = session.path;
   const done = (report: RunReport, written: string | null, bytesAppended: number): RunFileResult => ({
     ...report,
     dryRun: options.dryRun,
@@ -107,25 +92,4 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0);
   const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
   return done(plan.report, written, bytesAppended);
-}
-
-/** Migrate a v1/v2 session when `--migrate` asks for it; refuse it otherwise. */
-async function migrateIfAsked(
-  session: Session,
-  options: RunSessionOptions,
-): Promise<{ session: Session; migration: { migratedFrom?: number; backup?: string }; base?: Buffer }> {
-  if (session.fileVersion >= 3) return { session, migration: {} };
-  if (!options.migrate) {
-    throw new UsageError(
-      `${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
-        "Run with --migrate to back it up and rewrite it as v3 first (nothing was written)",
-    );
-  }
-  const inPlace = !options.dryRun && !options.output;
-  const migrated = await migrateSession(session, { inPlace, force: options.force });
-  return {
-    session: migrated.session,
-    migration: { migratedFrom: session.fileVersion, ...(migrated.backup ? { backup: migrated.backup } : {}) },
-    base: migrated.bytes,
-  };
 }

@@ -1,7 +1,8 @@
 /**
  * A small terminal chart for `condense budget`: tokens per tool-using turn as vertical bars (eighth
  * blocks), the budget level drawn across, and a marker line under the turns where a trigger fires
- * (`B` budget, `D` delta). Turns are bucketed (maximum per bucket) when there are more than `width`.
+ * (`B` budget, `D` delta; a `C` line below marks where Pi itself would have auto-compacted). Turns
+ * are bucketed (maximum per bucket) when there are more than `width`.
  */
 import type { BudgetRow } from "./budget.js";
 
@@ -12,6 +13,8 @@ export interface ChartOptions {
   width?: number;
   /** Rows for the bars (default 8). */
   height?: number;
+  /** Per row: Pi would have auto-compacted at this turn (a `C` on a line of its own under the marks). */
+  piMarks?: boolean[];
 }
 
 /** Compact token figure: 950, 12k, 1.2M. */
@@ -29,7 +32,7 @@ export function budgetChart(rows: BudgetRow[], options: ChartOptions = {}): stri
   const height = Math.max(2, options.height ?? 8);
   if (!rows.some((r) => r.tokens !== null)) return [];
   const perColumn = Math.max(1, Math.ceil(rows.length / width));
-  const columns: { tokens: number | null; level: number | null; mark: string }[] = [];
+  const columns: { tokens: number | null; level: number | null; mark: string; pi: boolean }[] = [];
   for (let i = 0; i < rows.length; i += perColumn) {
     const bucket = rows.slice(i, i + perColumn);
     const known = bucket.map((r) => r.tokens).filter((t): t is number => t !== null);
@@ -38,6 +41,7 @@ export function budgetChart(rows: BudgetRow[], options: ChartOptions = {}): stri
       tokens: known.length ? Math.max(...known) : null,
       level: levels.length ? Math.min(...levels) : null,
       mark: bucket.some((r) => r.trigger === "budget") ? "B" : bucket.some((r) => r.trigger === "delta") ? "D" : " ",
+      pi: !!options.piMarks?.slice(i, i + perColumn).some(Boolean),
     });
   }
   const top = Math.max(...columns.map((c) => Math.max(c.tokens ?? 0, c.level ?? 0)), 1);
@@ -64,5 +68,6 @@ export function budgetChart(rows: BudgetRow[], options: ChartOptions = {}): stri
   }
   lines.push(`${" ".repeat(labelWidth)} └${"─".repeat(columns.length)}`);
   if (columns.some((c) => c.mark !== " ")) lines.push(`${" ".repeat(labelWidth)}  ${columns.map((c) => c.mark).join("")}`.trimEnd());
+  if (columns.some((c) => c.pi)) lines.push(`${" ".repeat(labelWidth)}  ${columns.map((c) => (c.pi ? "C" : " ")).join("")}`.trimEnd());
   return lines;
 }

@@ -24,7 +24,7 @@
  */
 import type { ProtectionTest } from "../prune/protect.js";
 import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
-import { hasValidUsage, usageTokens } from "./session-metrics.js";
+import { hasValidUsage, usageTokens } from "../context/usage.js";
 
 /** The extension's ceiling on the budget level and on the delta's denominator (`src/budget.ts`). */
 export const MAX_BUDGET_WINDOW = 300_000;

@@ -6,6 +6,7 @@
  * docs/json-schemas.md; field names are stable.
  */
 import type { ContextItem } from "../context/projection.js";
+import { hasValidUsage, usageTokens } from "../context/usage.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { Rendered } from "../render/render.js";
@@ -81,20 +82,6 @@ export interface SessionMetrics {
   diagnosticFaults: number;
   /** Reader warnings and file problems (skipped lines, missing header). */
   warnings: string[];
-}
-
-/** `totalTokens || input + output + cacheRead + cacheWrite` (Pi's `calculateContextTokens`). */
-export function usageTokens(usage: Partial<Record<"input" | "output" | "cacheRead" | "cacheWrite" | "totalTokens", unknown>>): number {
-  const n = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-  return n(usage.totalTokens) || n(usage.input) + n(usage.output) + n(usage.cacheRead) + n(usage.cacheWrite);
-}
-
-/**
- * True for an assistant message whose usage Pi trusts: not aborted or errored, and reporting more
- * than zero tokens (Pi's `getAssistantUsage`).
- */
-export function hasValidUsage(m: Partial<AssistantMessage>): boolean {
-  return m.stopReason !== "aborted" && m.stopReason !== "error" && !!m.usage && usageTokens(m.usage) > 0;
 }
 
 /** 1-based line of an entry in its session file, or null. */

@@ -1,14 +1,15 @@
 /**
- * The write side of `run` (docs/design.md §4, §5): the checks before anything is written (a
- * session Pi may be writing, an `--output` that is not a new file), the in-place migration of a
- * v1/v2 file with its backup, and the commit of a planned run — sidecars atomically first, then the
- * entries in one locked append, or the original bytes plus the entries into `--output`.
+ * The write side of `run` and `compact` (docs/design.md §4, §5, §10): the checks before anything
+ * is written (a session Pi may be writing, an `--output` that is not a new file), the migration of
+ * a v1/v2 file that `--migrate` asks for (in place with its backup), and the commit of a planned
+ * write — sidecars atomically first, then the entries in one locked append, or the original (or
+ * migrated) bytes plus the entries into `--output`.
  */
 import { existsSync } from "node:fs";
-import { copyFile, readFile, stat } from "node:fs/promises";
+import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
-import { openSession } from "./open.js";
+import { formatWarning, openSession } from "./open.js";
 import { parseSessionText } from "./reader.js";
 import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
@@ -45,9 +46,10 @@ export function refuseLiveSession(session: Session): void {
 /**
  * `--output` must name a new file (or an existing one with --force), never a folder and never the
  * input itself (that would replace it without the lock and the changed-file check).
+ * @param inPlace what the command does without `--output`, for the message (`prune it in place`)
  * @throws UsageError naming the problem
  */
-export async function checkOutputPath(output: string, files: string[]): Promise<void> {
+export async function checkOutputPath(output: string, files: string[], inPlace = "prune it in place"): Promise<void> {
   if (output.trim() === "") throw new UsageError("--output: empty path (is the variable you passed unset?)");
   if (files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
   const out = await stat(output).catch(() => null);
@@ -55,7 +57,7 @@ export async function checkOutputPath(output: string, files: string[]): Promise<
   if (out.isDirectory()) throw new UsageError(`--output ${output} is a directory; name a file`);
   const input = await stat(files[0]).catch(() => null);
   if (input && input.dev === out.dev && input.ino === out.ino) {
-    throw new UsageError(`--output ${output} is the input session itself; run without --output to prune it in place`);
+    throw new UsageError(`--output ${output} is the input session itself; run without --output to ${inPlace}`);
   }
 }
 
@@ -99,6 +101,68 @@ export async function migrateSession(session: Session, options: { inPlace: boole
     await writeFileAtomic(path, migrated, mode);
   });
   return { session: await openSession(path, "write"), backup };
+}
+
+/** What `--migrate` did to a session (a command reports it). */
+export interface MigrationReport {
+  migratedFrom?: number;
+  backup?: string;
+}
+
+/**
+ * Migrate a v1/v2 session when `--migrate` asks for it (in memory for a dry run or `--output`,
+ * in place with a backup otherwise — see {@link migrateSession}); refuse it otherwise. A v3
+ * session comes back as it is.
+ * @returns the session to plan on, what was done, and the migrated bytes to start `--output` from
+ * @throws UsageError for a v1/v2 session without `migrate`, or an existing backup without `force`
+ */
+export async function migrateIfAsked(session: Session, options: WriteOptions): Promise<{ session: Session; migration: MigrationReport; base?: Buffer }> {
+  if (session.fileVersion >= 3) return { session, migration: {} };
+  if (!options.migrate) {
+    throw new UsageError(
+      `${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
+        "Run with --migrate to back it up and rewrite it as v3 first (nothing was written)",
+    );
+  }
+  const inPlace = !options.dryRun && !options.output;
+  const migrated = await migrateSession(session, { inPlace, force: options.force });
+  return {
+    session: migrated.session,
+    migration: { migratedFrom: session.fileVersion, ...(migrated.backup ? { backup: migrated.backup } : {}) },
+    base: migrated.bytes,
+  };
+}
+
+/** How a writing command treats a session before it plans anything. */
+export interface WriteOptions {
+  /** Rewrite v1/v2 sessions as v3 first. */
+  migrate: boolean;
+  dryRun: boolean;
+  /** Overwrite `output` or a migration backup; write a session that looks live. */
+  force: boolean;
+  /** Write the original bytes plus the new entries here instead of appending. */
+  output?: string;
+}
+
+/**
+ * Open a session for a writing command (`run`, `compact`): through a symlink to the file it names
+ * (as Pi does, with the blobs folder beside it), read and checked for writing, refused when Pi may
+ * be writing it (unless `force` or `dryRun`), reader warnings passed to `warn`, migrated when asked
+ * ({@link migrateIfAsked}), and an existing `--output` refused without `force`.
+ * @throws UsageError (exit 2) for a file that cannot be written; CondenseError (exit 1) for a live session
+ */
+export async function openForWrite(
+  file: string,
+  options: WriteOptions,
+  warn: (message: string) => void,
+): Promise<{ session: Session; migration: MigrationReport; base?: Buffer }> {
+  const path = await realpath(file).catch(() => file);
+  const opened = await openSession(path, "write");
+  if (!options.force && !options.dryRun) refuseLiveSession(opened);
+  for (const w of opened.warnings) warn(formatWarning(w));
+  const migrated = await migrateIfAsked(opened, options);
+  if (options.output) refuseExistingOutput(options.output, options.force);
+  return migrated;
 }
 
 /** What a planned run writes. */

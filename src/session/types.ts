@@ -56,6 +56,10 @@ export interface UsageEntry extends SessionEntryBase {
   note?: string;
 }
 
+/**
+ * A compaction (docs/design.md §10): the summary replaces everything before `firstKeptEntryId`.
+ * `systemMessage` replays the branch's system messages, stamped with the entry's time.
+ */
 export interface CompactionEntry<T = unknown> extends SessionEntryBase {
   type: "compaction";
   summary: string;
@@ -65,6 +69,16 @@ export interface CompactionEntry<T = unknown> extends SessionEntryBase {
   usage?: unknown;
   fromHook?: boolean;
   systemMessage?: Message;
+  /** `/compact <instructions>` (stored by condense's `--instructions`; Pi 1.6 ignores it). */
+  customInstructions?: string;
+}
+
+/** What Pi's own compaction keeps in `details`: the files the summarized span touched, sorted. */
+export interface CompactionDetails {
+  /** Files only read. */
+  readFiles: string[];
+  /** Files written or edited. */
+  modifiedFiles: string[];
 }
 
 export interface BranchSummaryEntry<T = unknown> extends SessionEntryBase {

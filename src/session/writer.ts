@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { open, stat } from "node:fs/promises";
 import { CondenseError } from "../util/errors.js";
 import type { Session } from "./session.js";
-import type { NewEntry, SessionEntry } from "./types.js";
+import type { NewEntry, SessionEntry, SessionEntryBase } from "./types.js";
 
 /** Thrown when the file changed between read and write; nothing was written (exit 1). */
 export class FileChangedError extends CondenseError {
@@ -76,26 +76,31 @@ export class IdAllocator {
   }
 }
 
+/** Kinds Pi writes with id, parentId and timestamp after the payload. */
+const IDS_LAST = new Set<string>(["custom", "custom_message"]);
+
 /**
  * Give entries ids, parents and timestamps: the first is a child of the session's leaf, each next
- * one a child of the one before. Field order is Pi's: type, (custom fields), id, parentId, timestamp
- * for custom entries (`type` first, id/parentId/timestamp after the payload); type, id, parentId,
- * timestamp, targetId, replacement for context edits.
+ * one a child of the one before. Field order is Pi's (`SessionManager.append*`): `custom` and
+ * `custom_message` entries put id, parentId and timestamp after their payload; every other kind
+ * (`compaction`, …) right after `type`.
  *
  * @param session the session as read (its leaf becomes the first parent)
  * @param entries payloads, in append order
  * @param nowIso ISO timestamp for every new entry
  */
-export function chainEntries(session: Pick<Session, "leaf" | "byId" | "id">, entries: NewEntry[], nowIso: string): SessionEntry[] {
+export function chainEntries<P extends NewEntry>(
+  session: Pick<Session, "leaf" | "byId" | "id">,
+  entries: P[],
+  nowIso: string,
+): (P & Pick<SessionEntryBase, "id" | "parentId" | "timestamp">)[] {
   const ids = new IdAllocator(new Set(session.byId.keys()), `${session.id}\0${session.leaf?.id ?? ""}\0${nowIso}`);
   let parentId: string | null = session.leaf?.id ?? null;
   return entries.map((payload) => {
     const id = ids.next();
-    // A context edit in the field order Pi's appendContextEdit writes: type, id, parentId, timestamp, then the edit.
-    const entry: SessionEntry =
-      payload.type === "context_edit"
-        ? { type: payload.type, id, parentId, timestamp: nowIso, targetId: payload.targetId, replacement: payload.replacement }
-        : { ...payload, id, parentId, timestamp: nowIso };
+    const placed = { ...payload, id, parentId, timestamp: nowIso };
+    // The same fields, in Pi's order for this kind (JSON keeps insertion order).
+    const entry = IDS_LAST.has(payload.type) ? placed : Object.assign({ type: payload.type, id, parentId, timestamp: nowIso }, placed);
     parentId = id;
     return entry;
   });

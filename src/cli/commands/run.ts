@@ -3,7 +3,6 @@
  * memory, then write sidecars atomically, then append the entries in one locked write — or, with
  * `--output FILE`, write the original bytes plus the new entries to FILE. `--dry-run` writes nothing.
  */
-import { setMaxListeners } from "node:events";
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions } from "../../pipeline/run.js";
@@ -11,7 +10,7 @@ import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
-import { defaultJobs, type FileOutcome, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning } from "../extension-status.js";
 import { displayNames, Output } from "../output.js";
@@ -65,15 +64,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     if (summarizerKind({ kind: options.summarizer, model: options.model }, config) === "deterministic" && (options.thinking || options.fallbackModel)) {
       out.warn(`${options.thinking ? "--thinking" : "--fallback-model"} has no effect with the deterministic summarizer (name a model with --model)`);
     }
-    // Ctrl-C: abort in-flight summarizer calls; a session not yet written stays untouched (exit 130).
-    // A second Ctrl-C exits at once.
-    const interrupt = new AbortController();
-    setMaxListeners(0, interrupt.signal); // one listener per in-flight call
-    const onSigint = () => {
-      if (interrupt.signal.aborted) process.exit(130);
-      interrupt.abort();
-    };
-    process.on("SIGINT", onSigint);
+    const interrupt = interruptOnSigint();
     const runOptions: RunSessionOptions = {
       config,
       summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
@@ -88,7 +79,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     try {
       outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)));
     } finally {
-      process.off("SIGINT", onSigint);
+      interrupt.release();
     }
     const { results, failures } = splitOutcomes(outcomes);
     if (failures.length > 0) {

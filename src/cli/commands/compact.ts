@@ -1,0 +1,266 @@
+/**
+ * `condense compact <session...>` (docs/design.md §10): Pi's own compaction, offline.
+ * Per session one Pi-native `compaction` entry is appended after the leaf, with Pi 1.6's cut
+ * point, split-turn handling and file tracking, a zero-model structured summary by default or
+ * Pi's prompts through a model (`--model`, `--summarizer llm`). Archives run several files at once
+ * (`--jobs`; worker threads for the zero-model path); one failing file never stops the others.
+ */
+import { Option, type Command } from "commander";
+import { CompactionModels } from "../../compact/model.js";
+import type { CompactionSettings } from "../../compact/settings.js";
+import { COMPACT_SESSION_MODULE, compactSession, type CompactSessionOptions } from "../../pipeline/compact.js";
+import type { CompactFileResult } from "../../pipeline/compact-report.js";
+import { checkOutputPath } from "../../session/commit.js";
+import { resolveSessionArgs } from "../../session/locate.js";
+import { UsageError } from "../../util/errors.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
+import { displayNames, Output } from "../output.js";
+
+/** Version of the `--json` document. */
+export const COMPACT_SCHEMA = "condense.compact/1";
+
+interface CompactOptions extends CommonOptions {
+  dryRun?: boolean;
+  output?: string;
+  force?: boolean;
+  migrate?: boolean;
+  jobs?: string;
+  summarizer?: "deterministic" | "llm";
+  model?: string;
+  thinking?: string;
+  instructions?: string;
+  ifOver?: string | boolean;
+  contextWindow?: string;
+  reserveTokens?: string;
+  keepRecentTokens?: string;
+  compactionEnabled?: string;
+}
+
+/** `--if-over` alone: Pi's trigger; with a value: a fraction of the window in (0, 1]. */
+function ifOverFlag(value: string | boolean | undefined): "pi" | number | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return "pi";
+  const v = value.trim().toLowerCase();
+  if (v === "pi" || v === "auto") return "pi";
+  const n = Number(value);
+  if (v === "" || !Number.isFinite(n) || n <= 0 || n > 1) {
+    throw new UsageError(`--if-over: expected a fraction of the context window in (0, 1] (or nothing, for Pi's own trigger), got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/** The per-session options from the flags. @throws UsageError for a bad value, naming the flag */
+function sessionOptions(options: CompactOptions): CompactSessionOptions {
+  const flags: Partial<CompactionSettings> = {};
+  const reserve = tokensFlag("--reserve-tokens", options.reserveTokens);
+  const keep = tokensFlag("--keep-recent-tokens", options.keepRecentTokens);
+  if (reserve !== undefined) flags.reserveTokens = reserve;
+  if (keep !== undefined) flags.keepRecentTokens = keep;
+  if (options.compactionEnabled !== undefined) flags.enabled = options.compactionEnabled === "true";
+  let contextWindow: number | undefined;
+  if (options.contextWindow !== undefined) {
+    contextWindow = Number(options.contextWindow);
+    if (!Number.isSafeInteger(contextWindow) || contextWindow < 1) {
+      throw new UsageError(`--context-window: expected a positive integer (tokens), got ${JSON.stringify(options.contextWindow)}`);
+    }
+  }
+  if (options.instructions !== undefined && options.instructions.trim() === "") throw new UsageError("--instructions: empty text");
+  const llm = options.summarizer === "llm" || (options.summarizer !== "deterministic" && options.model !== undefined);
+  return {
+    dryRun: !!options.dryRun,
+    ...(options.output !== undefined ? { output: options.output } : {}),
+    force: !!options.force,
+    migrate: !!options.migrate,
+    ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+    ...(ifOverFlag(options.ifOver) !== undefined ? { ifOver: ifOverFlag(options.ifOver) } : {}),
+    ...(contextWindow !== undefined ? { contextWindow } : {}),
+    flags,
+    summarizer: llm
+      ? { kind: "llm", ...(options.model ? { model: options.model } : {}), ...(options.thinking ? { thinking: options.thinking } : {}) }
+      : { kind: "deterministic" },
+  };
+}
+
+export function registerCompact(program: Command, exit: ExitState): void {
+  const cmd = program
+    .command("compact")
+    .description("Pi's own compaction, offline: append a Pi-native compaction entry (summary + kept recent messages) to each session")
+    .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
+    .option("--dry-run", "compute everything, write nothing")
+    .option("--output <file>", "write the original bytes plus the compaction entry to FILE; the input stays untouched")
+    .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
+    .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
+    .option("--jobs <n>", "sessions processed at once (default: number of cores)")
+    .addOption(
+      new Option("--summarizer <kind>", "deterministic (zero-model summary, the default) or llm (Pi's prompts, the session's model)").choices([
+        "deterministic",
+        "llm",
+      ]),
+    )
+    .option("--model <provider/id>", "write the summary with this model (implies --summarizer llm)")
+    .addOption(
+      new Option("--thinking <level>", "thinking level of the summary requests (default: the session's)").choices([
+        "off",
+        "minimal",
+        "low",
+        "medium",
+        "high",
+        "xhigh",
+      ]),
+    )
+    .option("--instructions <text>", "focus for the summary, as /compact <instructions> (stored on the entry)")
+    .option(
+      "--if-over [fraction]",
+      "compact only sessions over Pi's auto-compaction trigger (context > window − reserveTokens, or an overflow error), or over FRACTION of the window",
+    )
+    .option("--context-window <tokens>", "context window of the session's model (default: pi-ai's model registry)")
+    .option("--reserve-tokens <n>", "compaction.reserveTokens (default: Pi's settings, else 16384)")
+    .option("--keep-recent-tokens <n>", "compaction.keepRecentTokens (default: Pi's settings, else 20000)")
+    .addOption(new Option("--compaction-enabled <bool>", "compaction.enabled: whether Pi auto-compacts (used by --if-over)").choices(["true", "false"]))
+    .addHelpText(
+      "after",
+      "\nSettings are read as Pi reads them: $PI_CODING_AGENT_DIR/settings.json, then <session cwd>/.pi/settings.json (a trusted project).\n" +
+        "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
+        '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
+    );
+  withCommonOptions(cmd).action(async (args: string[], options: CompactOptions) => {
+    const out = new Output(options);
+    const started = Date.now();
+    // `--if-over FILE`: commander took the session for the optional fraction.
+    if (typeof options.ifOver === "string" && !/^\s*[-+.\d]/.test(options.ifOver) && !["pi", "auto"].includes(options.ifOver.trim().toLowerCase())) {
+      args = [options.ifOver, ...args];
+      options.ifOver = true;
+    }
+    const task = sessionOptions(options);
+    const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
+    const files = await resolveSessionArgs(args);
+    if (task.output !== undefined) await checkOutputPath(task.output, files, "compact it in place");
+    const interrupt = interruptOnSigint();
+    let outcomes: FileOutcome<CompactFileResult>[];
+    try {
+      outcomes = await compactAll(files, task, jobs, out, interrupt.signal);
+    } finally {
+      interrupt.release();
+    }
+    const { results, failures } = splitOutcomes(outcomes);
+    // A single unusable input is a usage error (2); with several files, any failure is exit 1.
+    if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
+    if (interrupt.signal.aborted) exit.code = 130;
+    for (const r of results) for (const w of r.warnings) out.warn(w);
+    if (options.json) {
+      out.printJson({
+        schema: COMPACT_SCHEMA,
+        sessions: results,
+        failures: failures.map(({ session, error }) => ({ session, error })),
+        wallMs: Date.now() - started,
+      });
+      return;
+    }
+    for (const f of failures) out.error(f.error);
+    if (results.length > 0) out.print(formatReport(results, out));
+    for (const r of results) if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+  });
+}
+
+/**
+ * Compact every file: several at once (`--jobs`), in worker threads for the zero-model path (a
+ * model call waits on the network, and needs Ctrl-C here); with a model, the models are resolved
+ * once and a single session shows a spinner.
+ */
+async function compactAll(
+  files: string[],
+  task: CompactSessionOptions,
+  jobs: number,
+  out: Output,
+  signal: AbortSignal,
+): Promise<FileOutcome<CompactFileResult>[]> {
+  const models = task.summarizer.kind === "llm" ? new CompactionModels(task.summarizer) : undefined;
+  const spinner = files.length === 1 && models ? out.spinner("compacting") : null;
+  const onProgress = spinner
+    ? (text: string) => {
+        spinner.text = text;
+      }
+    : undefined;
+  try {
+    return await forEachSession(
+      files,
+      jobs,
+      out,
+      "compacting",
+      (path) => compactSession(path, task, { signal, models, onProgress }),
+      models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
+    );
+  } finally {
+    spinner?.stop();
+  }
+}
+
+const n = (x: number) => x.toLocaleString("en-US");
+
+const STATUS: Record<CompactFileResult["status"], string> = {
+  compacted: "compacted",
+  "already-compacted": "already compacted",
+  "nothing-to-compact": "nothing to compact",
+  "below-trigger": "below the trigger",
+  "unknown-window": "window unknown",
+};
+
+/** The human report: one row per session, the reasons below. */
+function formatReport(results: CompactFileResult[], out: Output): string {
+  const names = displayNames(results.map((r) => r.session));
+  const rows = results.map((r, i) => {
+    const status =
+      r.status !== "compacted"
+        ? STATUS[r.status]
+        : r.dryRun
+          ? "would compact"
+          : r.written
+            ? r.written === r.session
+              ? "compacted"
+              : `wrote ${r.written}`
+            : "compacted";
+    return [
+      names[i],
+      r.trigger.piWouldCompact === null ? "?" : r.trigger.piWouldCompact ? (r.trigger.reason === "overflow" ? "yes (overflow)" : "yes") : "no",
+      r.firstKeptEntryId ? `${r.firstKeptEntryId}${r.firstKeptLine !== null ? ` (line ${r.firstKeptLine})` : ""}${r.isSplitTurn ? ", split turn" : ""}` : "—",
+      r.messagesToSummarize === null ? "—" : `${n(r.messagesToSummarize)}${r.turnPrefixMessages ? ` + ${n(r.turnPrefixMessages)}` : ""}`,
+      r.firstKeptEntryId ? `${r.readFiles.length}/${r.modifiedFiles.length}` : "—",
+      r.status === "compacted" ? `${n(r.context.before)} → ${n(r.context.after)}${r.fits === false ? " (over)" : ""}` : n(r.context.before),
+      status,
+    ];
+  });
+  const table = out.table(["session", "Pi would compact", "first kept entry", "summarized msgs", "files r/m", "context ~tokens", "result"], rows, [
+    "left",
+    "left",
+    "left",
+    "right",
+    "right",
+    "right",
+    "left",
+  ]);
+  const lines = [table];
+  const first = results[0];
+  lines.push(
+    out.c.dim(
+      `summarized msgs = messages before the cut (+ the split turn's early part) · context = Pi's estimate, before → after · ` +
+        `keepRecentTokens ${n(first.settings.keepRecentTokens)}, reserveTokens ${n(first.settings.reserveTokens)}`,
+    ),
+  );
+  for (const r of results) {
+    if (r.reason && r.status !== "compacted") lines.push(`${r.session}: ${r.reason}`);
+    if (r.fits === false) {
+      lines.push(
+        out.c.yellow(
+          `${r.session}: after compaction the context (${n(r.context.after)} tokens) still exceeds window − reserveTokens (${n((r.contextWindow ?? 0) - r.settings.reserveTokens)}): ` +
+            "the kept recent messages are too large — prune their tool outputs first (`condense run`), or lower --keep-recent-tokens",
+        ),
+      );
+    }
+    if (r.usage)
+      lines.push(
+        `${r.session}: summary by ${r.summarizer}: ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : ""}`,
+      );
+  }
+  return lines.join("\n");
+}

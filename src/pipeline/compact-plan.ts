@@ -1,0 +1,110 @@
+/**
+ * One session → the compaction entry to append (`condense compact`; docs/design.md §10). Pure
+ * apart from the summary function it is given: prepare as Pi does, check the trigger when
+ * `--if-over` asks for it, summarize (zero-model or model), append Pi's file tags, build the entry
+ * after the leaf, and measure the context before and after with Pi's own estimate.
+ */
+import { getCurrentSystemMessage, type Usage } from "@earendil-works/pi-ai";
+import { estimateProjectedContextTokens } from "../compact/estimate.js";
+import { computeFileLists, formatFileOperations } from "../compact/file-ops.js";
+import { prepareCompaction, type CompactionPreparation } from "../compact/prepare.js";
+import type { CompactionSettings } from "../compact/settings.js";
+import { checkTrigger, type TriggerCheck } from "../compact/trigger.js";
+import { projectEntries } from "../context/projection.js";
+import { compactionEntry } from "../entries/build.js";
+import type { CompactionDetails, CompactionEntry } from "../session/types.js";
+import { chainEntries } from "../session/writer.js";
+import type { SessionView } from "./view.js";
+
+/** Turns a preparation into summary text (without file tags) and the usage it cost. */
+export type SummarizeFn = (prep: CompactionPreparation) => Promise<{ text: string; usage?: Usage }>;
+
+export interface CompactionPlanOptions {
+  settings: CompactionSettings;
+  summarize: SummarizeFn;
+  /** The session model's context window (tokens), or null when unknown. */
+  contextWindow: number | null;
+  /** `--if-over`: `"pi"` for Pi's own trigger, a number for that fraction of the window; absent = always compact. */
+  ifOver?: "pi" | number;
+  customInstructions?: string;
+  /** The entry's timestamp (ISO). */
+  nowIso: string;
+}
+
+export type CompactionStatus = "compacted" | "already-compacted" | "nothing-to-compact" | "below-trigger" | "unknown-window";
+
+/** What `compact` found and would append for one session. */
+export interface CompactionPlan {
+  status: CompactionStatus;
+  /** Why nothing is appended (Pi's words where it has them). */
+  reason: string | null;
+  settings: CompactionSettings;
+  trigger: TriggerCheck;
+  preparation: CompactionPreparation | null;
+  /** The `compaction` entry, placed after the leaf (id, parent, timestamp), or null. */
+  entry: CompactionEntry<CompactionDetails> | null;
+  /** Pi's estimate of the context (tokens) now, and after the entry is appended (= before when nothing is). */
+  context: { before: number; after: number };
+  usage: Usage | null;
+}
+
+/** Why a session below the `--if-over` level is left alone. */
+function belowTriggerReason(trigger: TriggerCheck, settings: CompactionSettings, fraction: number | undefined): string {
+  if (fraction === undefined && !settings.enabled) return "auto-compaction is off (compaction.enabled: false), so Pi would not compact it";
+  const level = Math.floor(trigger.level ?? 0).toLocaleString("en-US");
+  return `context ${trigger.contextTokens.toLocaleString("en-US")} tokens ≤ ${level} (${fraction === undefined ? "window − reserveTokens" : `${fraction} × window`})`;
+}
+
+/**
+ * Plan the compaction of one session.
+ * @throws whatever `options.summarize` throws (a failed model request): nothing is planned then
+ */
+export async function planCompaction(view: SessionView, options: CompactionPlanOptions): Promise<CompactionPlan> {
+  const { settings } = options;
+  const { branch } = view;
+  const projected = view.context.projected;
+  const fraction = typeof options.ifOver === "number" ? options.ifOver : undefined;
+  const trigger = checkTrigger(branch, projected, options.contextWindow, settings, fraction);
+  const before = trigger.contextTokens;
+  const idle = (status: CompactionStatus, reason: string, preparation: CompactionPreparation | null = null): CompactionPlan => ({
+    status,
+    reason,
+    settings,
+    trigger,
+    preparation,
+    entry: null,
+    context: { before, after: before },
+    usage: null,
+  });
+
+  const prepared = prepareCompaction(branch, settings, projected);
+  if (typeof prepared === "string") return idle(prepared === "Already compacted" ? "already-compacted" : "nothing-to-compact", prepared);
+  if (options.ifOver !== undefined && !trigger.over) {
+    if (trigger.over === null) return idle("unknown-window", "the session's context window is unknown (pass --context-window N)", prepared);
+    return idle("below-trigger", belowTriggerReason(trigger, settings, fraction), prepared);
+  }
+
+  const { text, usage } = await options.summarize(prepared);
+  const details = computeFileLists(prepared.fileOps);
+  const summary = text + formatFileOperations(details.readFiles, details.modifiedFiles);
+  const payload = compactionEntry(
+    { summary, firstKeptEntryId: prepared.firstKeptEntryId, tokensBefore: prepared.tokensBefore, details, usage },
+    {
+      systemMessage: getCurrentSystemMessage(projected.flatMap((e) => e.messages)),
+      timestampMs: Date.parse(options.nowIso),
+      customInstructions: options.customInstructions,
+    },
+  );
+  const [entry] = chainEntries(view.session, [payload], options.nowIso);
+  const after = [...branch, entry];
+  return {
+    status: "compacted",
+    reason: null,
+    settings,
+    trigger,
+    preparation: prepared,
+    entry,
+    context: { before, after: estimateProjectedContextTokens(projectEntries(after), after).tokens },
+    usage: usage ?? null,
+  };
+}

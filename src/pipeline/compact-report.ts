@@ -1,0 +1,117 @@
+/**
+ * What `compact` reports for one session (and prints as `--json`, `sessions[]` of
+ * `condense.compact/1`; docs/json-schemas.md): the status and why, the settings and window used,
+ * Pi's trigger, the preparation (first kept entry, split turn, counts, file lists), the context
+ * before and after, the summary's size and usage, and what was written.
+ */
+import type { CompactionSettings } from "../compact/settings.js";
+import { computeFileLists } from "../compact/file-ops.js";
+import { lineOf } from "../report/session-metrics.js";
+import type { MigrationReport } from "../session/commit.js";
+import type { Session } from "../session/session.js";
+import type { CompactionPlan, CompactionStatus } from "./compact-plan.js";
+
+/** Where the context window came from: `--context-window`, pi-ai's model registry, or nowhere. */
+export type WindowSource = "override" | "registry" | "unknown";
+
+/** The report of one session (`compact --json`: `sessions[]`). */
+export interface CompactFileResult extends MigrationReport {
+  session: string;
+  status: CompactionStatus;
+  reason: string | null;
+  summarizer: string;
+  model: string | null;
+  settings: CompactionSettings;
+  settingsFiles: string[];
+  contextWindow: number | null;
+  contextWindowFrom: WindowSource;
+  trigger: { piWouldCompact: boolean | null; reason: "overflow" | "threshold" | null; level: number | null; contextTokens: number };
+  firstKeptEntryId: string | null;
+  firstKeptLine: number | null;
+  isSplitTurn: boolean | null;
+  messagesToSummarize: number | null;
+  turnPrefixMessages: number | null;
+  previousSummary: boolean | null;
+  readFiles: string[];
+  modifiedFiles: string[];
+  tokensBefore: number | null;
+  context: { before: number; after: number };
+  /** Whether the context after fits `window − reserveTokens` (null when the window is unknown). */
+  fits: boolean | null;
+  summaryChars: number | null;
+  usage: { input: number; output: number; cost: number } | null;
+  entryId: string | null;
+  dryRun: boolean;
+  written: string | null;
+  bytesAppended: number;
+  warnings: string[];
+  wallMs: number;
+}
+
+/** What the report needs besides the plan. */
+export interface CompactFacts {
+  summarizer: string;
+  model: string | null;
+  settingsFiles: string[];
+  contextWindow: number | null;
+  contextWindowFrom: WindowSource;
+  migration: MigrationReport;
+  dryRun: boolean;
+  written: string | null;
+  bytesAppended: number;
+  warnings: string[];
+  /** When the work on the session started (epoch ms). */
+  started: number;
+}
+
+/** Pi's trigger as reported: would Pi compact this session on its own (null: the window is unknown)? */
+function triggerOf(plan: CompactionPlan, level: number | null): CompactFileResult["trigger"] {
+  const { trigger, settings } = plan;
+  return {
+    piWouldCompact: trigger.over === null ? null : trigger.reason === "overflow" || (level !== null && settings.enabled && trigger.contextTokens > level),
+    reason: trigger.reason,
+    level: trigger.level,
+    contextTokens: trigger.contextTokens,
+  };
+}
+
+/** The report of one planned (and possibly written) compaction. */
+export function compactReport(session: Session, plan: CompactionPlan, facts: CompactFacts): CompactFileResult {
+  const prep = plan.preparation;
+  const firstKept = prep ? session.byId.get(prep.firstKeptEntryId) : undefined;
+  const details = prep ? computeFileLists(prep.fileOps) : undefined;
+  const level = facts.contextWindow === null ? null : facts.contextWindow - plan.settings.reserveTokens;
+  const u = plan.usage;
+  return {
+    session: session.path,
+    status: plan.status,
+    reason: plan.reason,
+    summarizer: facts.summarizer,
+    model: facts.model,
+    settings: plan.settings,
+    settingsFiles: facts.settingsFiles,
+    contextWindow: facts.contextWindow,
+    contextWindowFrom: facts.contextWindowFrom,
+    trigger: triggerOf(plan, level),
+    firstKeptEntryId: prep?.firstKeptEntryId ?? null,
+    firstKeptLine: firstKept ? lineOf(session, firstKept) : null,
+    isSplitTurn: prep?.isSplitTurn ?? null,
+    messagesToSummarize: prep ? prep.messagesToSummarize.length : null,
+    turnPrefixMessages: prep ? prep.turnPrefixMessages.length : null,
+    previousSummary: prep ? prep.previousSummary !== undefined : null,
+    readFiles: details?.readFiles ?? [],
+    modifiedFiles: details?.modifiedFiles ?? [],
+    tokensBefore: prep?.tokensBefore ?? null,
+    context: plan.context,
+    fits: level === null ? null : plan.context.after <= level,
+    summaryChars: plan.entry?.summary.length ?? null,
+    usage: u ? { input: u.input, output: u.output, cost: u.cost?.total ?? 0 } : null,
+    entryId: plan.entry?.id ?? null,
+    dryRun: facts.dryRun,
+    written: facts.written,
+    bytesAppended: facts.bytesAppended,
+    ...facts.migration,
+    warnings: facts.warnings,
+    wallMs: Date.now() - facts.started,
+  };
+}

@@ -1,0 +1,53 @@
+/**
+ * Pi's own auto-compaction next to the pruning triggers in `condense budget` (issue 14): per
+ * tool-using turn, Pi's estimate of the context before that turn's request, and the turn at which
+ * Pi would have compacted (compact/trigger.ts: `window − reserveTokens`, or an overflow error).
+ */
+import { contextBeforeRequests, piCompactionPoints, type PiCompactionPoint } from "../compact/trigger.js";
+import type { CompactionSettings } from "../compact/settings.js";
+import type { SessionEntry } from "../session/types.js";
+import type { BudgetReport, BudgetRow } from "./budget.js";
+
+export interface PiCompactionRow extends BudgetRow {
+  /** Pi's estimate of the context before this turn's request (tokens). */
+  piTokens: number | null;
+  /** Set on the turn where Pi would have compacted: before its request (`threshold`) or after it failed (`overflow`). */
+  piCompaction: "threshold" | "overflow" | null;
+}
+
+export interface PiCompactionReport extends Omit<BudgetReport, "rows" | "summary"> {
+  compaction: CompactionSettings;
+  rows: PiCompactionRow[];
+  summary: BudgetReport["summary"] & {
+    /** Every place Pi would have auto-compacted (the first, and the first after each recorded compaction). */
+    piCompactions: (Omit<PiCompactionPoint, "index"> & { turn: number | null; line: number | null })[];
+  };
+}
+
+/**
+ * Add Pi's auto-compaction to a budget replay of `branch`.
+ * @param windowOf the context window the budget rows use (override or registry), by provider and model
+ * @param lineOf 1-based line of an entry
+ */
+export function withPiCompaction(
+  report: BudgetReport,
+  branch: SessionEntry[],
+  settings: CompactionSettings,
+  windowOf: (provider: string | undefined, model: string | undefined) => number | null,
+  lineOf: (entry: SessionEntry) => number | null,
+): PiCompactionReport {
+  const estimates = contextBeforeRequests(branch);
+  const points = piCompactionPoints(branch, settings, windowOf, estimates);
+  const tokensOf = new Map(estimates.map((e) => [e.entryId, e.tokens]));
+  const pointOf = new Map(points.map((p) => [p.entryId, p]));
+  const turnOf = new Map(report.rows.map((r) => [r.entryId, r.turn]));
+  return {
+    ...report,
+    compaction: settings,
+    rows: report.rows.map((r) => ({ ...r, piTokens: tokensOf.get(r.entryId) ?? null, piCompaction: pointOf.get(r.entryId)?.reason ?? null })),
+    summary: {
+      ...report.summary,
+      piCompactions: points.map(({ index, ...p }) => ({ ...p, turn: turnOf.get(p.entryId) ?? null, line: lineOf(branch[index]) })),
+    },
+  };
+}
