@@ -1,7 +1,8 @@
 /**
- * The warning `run` and `render` print when the pi-condense extension is not switched on: the
- * entries `run` writes only shrink what Pi sends when the extension is loaded and enabled; stock
- * Pi sends the summaries (custom messages) and the raw outputs too.
+ * The warning `run --target extension` and `render` print when the pi-condense extension is not
+ * switched on: the extension's entries only shrink what Pi sends when the extension is loaded and
+ * enabled; stock Pi sends the summaries (custom messages) and the raw outputs too. (`run --target
+ * pi`, the default then, writes Pi's own context edits as well: no warning.)
  */
 import { resolve } from "node:path";
 import { piCondenseStatus } from "../config/pi-settings.js";
@@ -31,7 +32,7 @@ export async function extensionOffWarning(sessions: string[], command: "run" | "
   const see =
     command === "render"
       ? " This render shows the context with the extension; --as pi-only shows what Pi sends without it."
-      : " condense render --as pi-only shows what Pi sends without it.";
+      : " Or run with --target pi (what auto picks while the extension is off): run then also writes Pi's own context edits, so Pi sends the pruned context without the extension. condense render --as pi-only shows what Pi sends without it.";
   return (
     `the pi-condense extension is not switched on (${status.reason}): without it Pi sends the pruner ` +
     `summaries and the raw outputs both, so the entries condense run writes make the context larger, not ` +

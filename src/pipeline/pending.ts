@@ -9,8 +9,12 @@
  * none (e.g. a chain with nothing to back-fill), never the other way round.
  */
 import { selectEligibleChains } from "../chain/compress.js";
+import type { RecoveryOptions } from "../context/vocabulary.js";
+import { ownContextEditIds } from "../entries/read.js";
+import { planContextEdits } from "../render/context-edits.js";
 import { unrecordedDiagnostics } from "../render/diagnostics.js";
 import { idleRunReport, type RunReport } from "./report.js";
+import type { TargetDecision } from "./target.js";
 import type { SessionView } from "./view.js";
 
 export interface PendingWork {
@@ -20,6 +24,22 @@ export interface PendingWork {
   chains: number;
   /** Render diagnostics not yet recorded as `context-prune-diagnostic` entries. */
   diagnostics: number;
+  /** For the `pi` target: context edits stock Pi still needs (0 for the `extension` target). */
+  edits: number;
+}
+
+/** Whom a run writes for; for `pi`, how its stubs name the session. */
+export interface RunFor {
+  target: TargetDecision;
+  recovery?: RecoveryOptions;
+}
+
+const EXTENSION_ONLY: RunFor = { target: { used: "extension", reason: "--target extension" } };
+
+/** Context edits a `pi`-target run would write on the branch as read (render/context-edits.ts). */
+export function pendingEdits(view: SessionView, recovery: RecoveryOptions = {}): number {
+  const ctx = { indexer: view.indexer, config: view.config, isProtected: view.isProtected, wording: { target: "pi" as const, recovery } };
+  return planContextEdits(view.branch, ctx, ownContextEditIds(view.branch)).edits.length;
 }
 
 /**
@@ -34,18 +54,24 @@ export function pendingChains(view: SessionView): number {
   return selectEligibleChains(messages, view.indexer, view.config, view.isProtected).eligible.length;
 }
 
-/** What a run would have to do on this session. */
-export function pendingWork(view: SessionView): PendingWork {
-  return {
+/**
+ * What a run would have to do on this session. The context edits are looked for only when
+ * nothing else is pending (a run with other work plans its edits anyway).
+ */
+export function pendingWork(view: SessionView, runFor: RunFor = EXTENSION_ONLY): PendingWork {
+  const work = {
     batches: view.capture.batches.length,
     chains: pendingChains(view),
     diagnostics: unrecordedDiagnostics(view.branch, view.rendered.diagnostics).length,
+    edits: 0,
   };
+  if (runFor.target.used === "pi" && work.batches + work.chains + work.diagnostics === 0) work.edits = pendingEdits(view, runFor.recovery);
+  return work;
 }
 
 /** The report of a run that has nothing to do, or null when there is work (then plan as usual). */
-export function idleReport(view: SessionView): RunReport | null {
-  const work = pendingWork(view);
-  if (work.batches > 0 || work.chains > 0 || work.diagnostics > 0) return null;
-  return idleRunReport(view.session.path, view.capture, view.rendered);
+export function idleReport(view: SessionView, runFor: RunFor = EXTENSION_ONLY): RunReport | null {
+  const work = pendingWork(view, runFor);
+  if (work.batches > 0 || work.chains > 0 || work.diagnostics > 0 || work.edits > 0) return null;
+  return idleRunReport(view.session.path, runFor.target, view.capture, view.rendered);
 }

@@ -1,14 +1,18 @@
 /**
  * The main job for one session, computed in memory (docs/design.md §5, §6): capture, flush,
- * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then any
- * diagnostics not recorded yet. Nothing is written here; `session/commit.ts` writes the sidecars
- * and appends `entries`.
+ * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then, for the
+ * `pi` target, the context edits that make stock Pi send the pruned context and the entry listing
+ * them (docs/design.md "Native mode"), then any diagnostics not recorded yet. Nothing is written
+ * here; `session/commit.ts` writes the sidecars and appends `entries`.
  */
 import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
-import type { ToolCallIndexer } from "../prune/indexer.js";
-import { diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
+import type { RecoveryOptions } from "../context/vocabulary.js";
+import { contextEditEntry, contextEditsEntry, diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
+import { ownContextEditIds } from "../entries/read.js";
+import { planContextEdits, type ContextEditPlan } from "../render/context-edits.js";
+import { ToolCallIndexer } from "../prune/indexer.js";
 import type { ContextMetrics, FlushMetricsData, StatsData } from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
 import { renderBranch, type Rendered } from "../render/render.js";
@@ -18,6 +22,7 @@ import { chainEntries } from "../session/writer.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
+import type { TargetDecision } from "./target.js";
 import type { SessionView } from "./view.js";
 
 export interface PlanOptions {
@@ -29,7 +34,13 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
+  /** Whom the run writes for (default: the extension only). */
+  target?: TargetDecision;
+  /** For the `pi` target: how the recovery command in stubs names the session (`--session` when needed). */
+  recovery?: RecoveryOptions;
 }
+
+const EXTENSION_ONLY: TargetDecision = { used: "extension", reason: "--target extension" };
 
 export interface RunPlan {
   /** Entries with ids, parents and timestamps, ready to append. */
@@ -67,11 +78,16 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     ...bookkeeping(view.indexer, { capture, flush, chains, metrics, nowMs: options.nowMs }),
     ...(chains?.diagnostics ?? []),
   ];
+  const target = options.target ?? EXTENSION_ONLY;
+  const edits = target.used === "pi" ? nativeStep(view, payloads, options) : null;
+  if (edits) payloads.push(...edits.payloads);
   const { entries, after } = chainWithDiagnostics(view, payloads, before, options.nowMs);
   const sidecars = [...flush.sidecars, ...(chains?.sidecars ?? [])];
   const report = runReport({
     session: view.session.path,
     summarizer: options.summarizer.name,
+    target,
+    contextEdits: edits?.plan ?? null,
     capture,
     flush,
     chains,
@@ -81,6 +97,29 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     sidecars: sidecars.length,
   });
   return { entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...entries] };
+}
+
+/**
+ * Native mode: the context edits that make Pi's projection of the branch after `payloads` the
+ * render of it (render/context-edits.ts), then the `condense-context-edits` entry listing their ids.
+ * Chaining is deterministic, so the ids found here are the ids the edits get when everything is
+ * chained again with the diagnostics after them.
+ * @returns the payloads to append, and the plan (for the report)
+ */
+function nativeStep(view: SessionView, payloads: NewEntry[], options: PlanOptions): { payloads: NewEntry[]; plan: ContextEditPlan } {
+  const nowIso = new Date(options.nowMs).toISOString();
+  const branch = [...view.branch, ...chainEntries(view.session, payloads, nowIso)];
+  const ctx = {
+    indexer: ToolCallIndexer.fromBranch(branch),
+    config: view.config,
+    isProtected: view.isProtected,
+    wording: { target: "pi" as const, recovery: options.recovery ?? {} },
+  };
+  const plan = planContextEdits(branch, ctx, ownContextEditIds(view.branch));
+  if (plan.edits.length === 0) return { payloads: [], plan };
+  const edits = plan.edits.map((e) => contextEditEntry(e.targetId, e.replacement));
+  const chained = chainEntries(view.session, [...payloads, ...edits], nowIso).slice(payloads.length);
+  return { payloads: [...edits, contextEditsEntry({ editIds: chained.map((e) => e.id) })], plan };
 }
 
 /**

@@ -6,14 +6,34 @@
 import type { CompressResult } from "../chain/compress.js";
 import type { CaptureResult } from "../prune/capture.js";
 import type { BatchOutcome, FlushResult } from "../prune/flush.js";
+import type { ContextEditKind, ContextEditPlan } from "../render/context-edits.js";
 import type { Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
 import type { SummarizerUsage } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
+import type { TargetDecision } from "./target.js";
+
+/** What the context edits of a `pi`-target run do (null for the `extension` target). */
+export interface ContextEditCounts {
+  /** `context_edit` entries written. */
+  written: number;
+  /** Results given a stub, assistant messages given purged arguments or stripped thinking, first user messages given their chain's block, messages omitted. */
+  stubs: number;
+  assistants: number;
+  carriers: number;
+  omitted: number;
+  /** Targets left as someone else's later edit has them. */
+  keptForeign: number;
+  /** Changes no context edit may make (entries Pi's appendContextEdit refuses). */
+  unrepresentable: number;
+}
 
 export interface RunReport {
   session: string;
   summarizer: string;
+  /** Whom the run wrote for (`extension` or `pi`) and why. */
+  target: TargetDecision;
+  contextEdits: ContextEditCounts | null;
   batches: {
     captured: number;
     summarized: number;
@@ -25,7 +45,15 @@ export interface RunReport {
   calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
-  context: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
+  /**
+   * The context before and after the run: with the extension switched on (`before`, `after`), and
+   * as stock Pi sends it, without the extension (`piOnly`).
+   */
+  context: {
+    before: { chars: number; tokens: number };
+    after: { chars: number; tokens: number };
+    piOnly: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
+  };
   usage: SummarizerUsage & { calls: number };
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
@@ -36,6 +64,8 @@ export interface RunReport {
 export interface RunFacts {
   session: string;
   summarizer: string;
+  target: TargetDecision;
+  contextEdits: ContextEditPlan | null;
   capture: CaptureResult;
   flush: FlushResult;
   chains: CompressResult | null;
@@ -52,6 +82,8 @@ export function runReport(facts: RunFacts): RunReport {
   return {
     session: facts.session,
     summarizer: facts.summarizer,
+    target: facts.target,
+    contextEdits: facts.contextEdits ? editCounts(facts.contextEdits) : null,
     batches: {
       captured: capture.batches.length,
       summarized: count("summarized"),
@@ -74,7 +106,11 @@ export function runReport(facts: RunFacts): RunReport {
       backfilledCalls: chains?.backfilledCalls ?? 0,
       waiting: chains?.waiting ?? 0,
     },
-    context: { before: sizeMessages(facts.before.after), after: sizeMessages(facts.after.after) },
+    context: {
+      before: sizeMessages(facts.before.after),
+      after: sizeMessages(facts.after.after),
+      piOnly: { before: sizeMessages(facts.before.before), after: sizeMessages(facts.after.before) },
+    },
     usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
@@ -82,17 +118,34 @@ export function runReport(facts: RunFacts): RunReport {
   };
 }
 
+/** The counts of a context-edit plan. */
+function editCounts(plan: ContextEditPlan): ContextEditCounts {
+  const count = (kind: ContextEditKind) => plan.edits.filter((e) => e.kind === kind).length;
+  return {
+    written: plan.edits.length,
+    stubs: count("stub"),
+    assistants: count("assistant"),
+    carriers: count("carrier"),
+    omitted: count("omit"),
+    keptForeign: new Set(plan.keptForeign).size,
+    unrepresentable: plan.unrepresentable.length,
+  };
+}
+
 /** The report of a run that has nothing to do: the context as read, the calls capture saw. */
-export function idleRunReport(session: string, capture: CaptureResult, rendered: Rendered): RunReport {
+export function idleRunReport(session: string, target: TargetDecision, capture: CaptureResult, rendered: Rendered): RunReport {
   const size = sizeMessages(rendered.after);
+  const piOnly = sizeMessages(rendered.before);
   return {
     session,
     summarizer: "none (nothing to do)",
+    target,
+    contextEdits: target.used === "pi" ? editCounts({ edits: [], keptForeign: [], unrepresentable: [] }) : null,
     batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
     calls: { spilled: 0, deduped: 0, protected: capture.protectedCalls, summarized: 0, unanswered: capture.unanswered },
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
-    context: { before: size, after: size },
+    context: { before: size, after: size, piOnly: { before: piOnly, after: piOnly } },
     usage: { input: 0, output: 0, cost: 0, calls: 0 },
     failures: [],
     entriesAppended: 0,

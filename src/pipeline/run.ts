@@ -4,9 +4,11 @@
  * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
  * through {@link RunHooks}; the command only parses options and prints the report.
  */
+import { resolve } from "node:path";
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
 import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
+import { continueFolderHolds } from "../session/locate.js";
 import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
@@ -14,10 +16,13 @@ import { CondenseError } from "../util/errors.js";
 import { idleReport } from "./pending.js";
 import { planRun, type RunPlan } from "./plan.js";
 import type { RunReport } from "./report.js";
+import { decideTarget, type TargetChoice } from "./target.js";
 import { sessionView } from "./view.js";
 
 export interface RunSessionOptions extends WriteOptions {
   config: PruneConfig;
+  /** Whom to write for: the extension only, stock Pi too (native context edits), or `auto` (pipeline/target.ts). */
+  target: TargetChoice;
   summarizer: SummarizerChoice;
   /** Parallel summarizer calls. */
   concurrency: number;
@@ -56,8 +61,14 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   let path = file;
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (options.signal.aborted) throw interrupted();
-  const { session, migration, base } = await openForWrite(file, options, (m) => hooks.warn(m));
+  // Context edits name their targets by id, which Pi's own v1 migration would renumber.
+  const writeOptions = { ...options, idsNamed: options.target !== "extension" };
+  const { session, migration, base } = await openForWrite(file, writeOptions, (m) => hooks.warn(m));
   path = session.path;
+  const target = decideTarget(options.target, session.header?.cwd);
+  const targetPath = options.output ?? session.path;
+  // Stock-Pi stubs name `condense query <ref>`, with --session unless it finds the file from the session's cwd.
+  const recovery = continueFolderHolds(targetPath, session.header?.cwd) ? {} : { session: resolve(targetPath) };
   const done = (report: RunReport, written: string | null, bytesAppended: number): RunFileResult => ({
     ...report,
     dryRun: options.dryRun,
@@ -68,7 +79,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   });
   const view = sessionView(session, options.config);
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
-  const idle = options.output ? null : idleReport(view);
+  const idle = options.output ? null : idleReport(view, { target, recovery });
   if (idle) return done(idle, null, 0);
   const summarizer = await createSummarizer(options.summarizer, options.config, session, { onNotice: (m) => hooks.notice(`${session.path}: ${m}`) });
   const progress = hooks.progress?.(summarizer.name, summarizer.local) ?? null;
@@ -78,7 +89,9 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
       summarizer,
       concurrency: options.concurrency,
       nowMs: nowMs(),
-      targetPath: options.output ?? session.path,
+      targetPath,
+      target,
+      recovery,
       signal: options.signal,
       onProgress: progress ? (p) => progress.update(p) : undefined,
     });

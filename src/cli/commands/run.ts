@@ -6,6 +6,7 @@
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { runSession, type RunFileResult, type RunHooks, type RunSessionOptions } from "../../pipeline/run.js";
+import type { TargetChoice } from "../../pipeline/target.js";
 import type { FlushProgress } from "../../prune/flush.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
@@ -25,6 +26,7 @@ interface RunOptions extends CommonOptions, ConfigFlags {
   force?: boolean;
   migrate?: boolean;
   output?: string;
+  target: TargetChoice;
 }
 
 export function registerRun(program: Command, exit: ExitState): void {
@@ -44,9 +46,17 @@ export function registerRun(program: Command, exit: ExitState): void {
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
     .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
     .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
+    .addOption(
+      new Option(
+        "--target <target>",
+        "pi: also write Pi's own context edits, so stock Pi sends the pruned context; extension: only the pi-condense extension's entries; auto: pi unless Pi's settings show the extension installed and switched on",
+      )
+        .choices(["auto", "pi", "extension"])
+        .default("auto"),
+    )
     .addHelpText(
       "after",
-      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json",
+      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --target pi --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json",
     );
   withCommonOptions(cmd).action(async (args: string[], options: RunOptions) => {
     const out = new Output(options);
@@ -56,8 +66,8 @@ export function registerRun(program: Command, exit: ExitState): void {
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
     if (options.output !== undefined) await checkOutputPath(options.output, files);
-    // What run writes shrinks Pi's context only with the extension switched on.
-    if (!options.quiet) {
+    // The extension's entries alone shrink Pi's context only with the extension switched on.
+    if (!options.quiet && options.target === "extension") {
       const off = await extensionOffWarning(files, "run");
       if (off) out.warn(off);
     }
@@ -73,6 +83,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       migrate: !!options.migrate,
       force: !!options.force,
       output: options.output,
+      target: options.target,
       signal: interrupt.signal,
     };
     let outcomes: FileOutcome<RunFileResult>[];
@@ -145,11 +156,33 @@ function pct(before: number, after: number): string {
   return p > 0 ? `+${p}%` : `${p}%`;
 }
 
+/** The context figure of the target a run used: stock Pi's for `pi`, the extension's for `extension`. */
+function shownContext(r: Pick<RunFileResult, "context" | "target">): RunFileResult["context"]["piOnly"] {
+  return r.target.used === "pi" ? r.context.piOnly : r.context;
+}
+
+/** `stock Pi (--target pi): 48 context edits (30 stubs, 2 assistant, 1 chain block, 15 omitted)` and why that target. */
+function targetLines(results: RunFileResult[], out: Output): string[] {
+  const why = (r: RunFileResult) =>
+    `${r.target.used === "pi" ? "written for stock Pi" : "written for the pi-condense extension"} (target ${r.target.used}: ${r.target.reason})`;
+  const edits = (r: RunFileResult) => {
+    const e = r.contextEdits;
+    if (!e) return "";
+    const kept = e.keptForeign > 0 ? `; ${e.keptForeign} left as edited by someone else` : "";
+    const cannot = e.unrepresentable > 0 ? `; ${e.unrepresentable} changes no context edit can make` : "";
+    return ` · ${e.written} context edits (${e.stubs} stubs, ${e.assistants} assistant, ${e.carriers} chain blocks, ${e.omitted} omitted)${kept}${cannot}`;
+  };
+  const reasons = new Set(results.map(why));
+  if (reasons.size === 1 && results.length > 1)
+    return [out.c.dim(`all sessions ${[...reasons][0]}`), ...results.filter((r) => r.contextEdits?.written).map((r) => `${r.session}${edits(r)}`)];
+  return results.map((r) => `${r.session}: ${why(r)}${edits(r)}`);
+}
+
 /** The totals row of the report (several sessions). */
 function totalsRow(
   results: RunFileResult[],
   out: Output,
-  row: (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context">, name: string, written: string) => string[],
+  row: (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context" | "target">, name: string, written: string) => string[],
 ): string[] {
   const sum = (f: (r: RunFileResult) => number) => results.reduce((n, r) => n + f(r), 0);
   const idle = results.filter((r) => !r.dryRun && !r.written).length;
@@ -164,10 +197,13 @@ function totalsRow(
     },
     calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0 },
     chains: { compressed: sum((r) => r.chains?.compressed ?? 0), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
+    // Each session's figure for the target it used.
     context: {
-      before: { chars: 0, tokens: sum((r) => r.context.before.tokens) },
-      after: { chars: 0, tokens: sum((r) => r.context.after.tokens) },
+      before: { chars: 0, tokens: sum((r) => shownContext(r).before.tokens) },
+      after: { chars: 0, tokens: sum((r) => shownContext(r).after.tokens) },
+      piOnly: { before: { chars: 0, tokens: 0 }, after: { chars: 0, tokens: 0 } },
     },
+    target: { used: "extension" as const, reason: "" },
   };
   const entries = sum((r) => r.entriesAppended);
   const written = results.every((r) => r.dryRun) ? `would add ${entries}` : `+${entries}`;
@@ -178,14 +214,14 @@ function totalsRow(
 function formatReport(results: RunFileResult[], out: Output): string {
   const n = (x: number) => x.toLocaleString("en-US");
   const names = displayNames(results.map((r) => r.session));
-  const row = (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context">, name: string, written: string): string[] => [
+  const row = (r: Pick<RunFileResult, "batches" | "calls" | "chains" | "context" | "target">, name: string, written: string): string[] => [
     name,
     n(r.batches.captured),
     n(r.batches.summarized),
     `${r.batches.skippedTrivial}/${r.batches.skippedDeduped}/${r.batches.skippedOversized}${r.batches.failed ? `, ${r.batches.failed} failed` : ""}`,
     n(r.calls.spilled),
     n(r.chains?.compressed ?? 0),
-    `${n(r.context.before.tokens)} → ${n(r.context.after.tokens)} (${pct(r.context.before.tokens, r.context.after.tokens)})`,
+    `${n(shownContext(r).before.tokens)} → ${n(shownContext(r).after.tokens)} (${pct(shownContext(r).before.tokens, shownContext(r).after.tokens)})`,
     written,
   ];
   const rows = results.map((r, i) =>
@@ -204,7 +240,8 @@ function formatReport(results: RunFileResult[], out: Output): string {
   ]);
   const lines = [table];
   const wall = results.reduce((t, r) => t + r.wallMs, 0);
-  lines.push(out.c.dim(`skipped t/d/o = trivial / deduplicated / oversized · ${(wall / 1000).toFixed(2)} s`));
+  lines.push(out.c.dim(`skipped t/d/o = trivial / deduplicated / oversized · context: what Pi sends for the target · ${(wall / 1000).toFixed(2)} s`));
+  lines.push(...targetLines(results, out));
   for (const r of results) {
     if (r.usage.calls > 0) {
       const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
