@@ -46,14 +46,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
     .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
     .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
-    .addOption(
-      new Option(
-        "--target <target>",
-        "pi: also write Pi's own context edits, so stock Pi sends the pruned context; extension: only the pi-condense extension's entries; auto: pi unless Pi's settings show the extension installed and switched on",
-      )
-        .choices(["auto", "pi", "extension"])
-        .default("auto"),
-    )
+    .addOption(targetOption())
     .addHelpText(
       "after",
       "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --target pi --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json",
@@ -109,6 +102,16 @@ export function registerRun(program: Command, exit: ExitState): void {
       if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
     }
   });
+}
+
+/** `--target`: whom run writes for (pipeline/target.ts). */
+function targetOption(): Option {
+  return new Option(
+    "--target <target>",
+    "pi: also write Pi's own context edits, so stock Pi sends the pruned context; extension: only the pi-condense extension's entries; auto: pi unless Pi's settings show the extension installed and switched on",
+  )
+    .choices(["auto", "pi", "extension"])
+    .default("auto");
 }
 
 /** Warnings, summarizer notices and (for a single session on a TTY) a progress spinner. */
