@@ -9,7 +9,16 @@
 import { summaryLookup } from "../chain/compress.js";
 import { rangeResolver } from "../chain/resolve.js";
 import { textOf } from "../context/projection.js";
-import { chainBodyIn, compressedChainId, compressedChainText, EXTENSION_WORDING, firstUserText, recordKeyOf, resultKeyOf } from "../context/vocabulary.js";
+import {
+  chainBodyIn,
+  compressedChainId,
+  compressedChainText,
+  EXTENSION_WORDING,
+  firstUserText,
+  recordKeyOf,
+  recoveryNeedsFull,
+  resultKeyOf,
+} from "../context/vocabulary.js";
 import { readSummaryRefs } from "../entries/read.js";
 import { CUSTOM_TYPES, type ChainEntryData } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, CustomMessage, UserMessage } from "../session/types.js";
@@ -128,7 +137,12 @@ function editRange(
     c.report({ kind: "range-id-mismatch", dedupKey: entry.blockId, detail: `blockId=${entry.blockId} recorded=${recorded.size} actual=${inRange.size}` });
   }
   if (!applied) {
-    const body = chainBodyIn(c.ctx.wording ?? EXTENSION_WORDING, chainBody(entry, c.covering), entry.toolRefs ?? []);
+    const refs = entry.toolRefs ?? [];
+    const full = refs.some((ref) => {
+      const record = c.ctx.indexer.getRecord(c.ctx.indexer.shortRefToKey.get(ref) ?? ref);
+      return record !== undefined && recoveryNeedsFull(record);
+    });
+    const body = chainBodyIn(c.ctx.wording ?? EXTENSION_WORDING, chainBody(entry, c.covering), refs, full);
     const text = compressedChainText(entry, body, relocated);
     c.edits.insertAfter.set(startIndex, { role: "user", content: [{ type: "text", text }], timestamp: entry.compressedAt });
   }

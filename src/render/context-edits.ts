@@ -44,8 +44,9 @@ export interface ContextEditPlan {
   keptForeign: string[];
 }
 
-/** What the render wants for one projected message: its content, or omitted (null). */
-type Desired = { content: string | unknown[] } | null;
+/** What the render wants for one projected message: its content, or omitted (null), or nothing changed. */
+type Desired = { content: string | unknown[] } | null | typeof UNCHANGED;
+const UNCHANGED = Symbol("unchanged");
 
 const asBlocks = (content: unknown): unknown[] => (typeof content === "string" ? [{ type: "text", text: content }] : Array.isArray(content) ? content : []);
 
@@ -77,6 +78,8 @@ function desiredStates(visible: ContextItem[], ctx: PruneContext): Desired[] {
   return out.map((m, i) => {
     if (!m) return null;
     const blocks = carried.get(i);
+    // Untouched (the same object): whatever the message holds is what the render wants.
+    if (m === visible[i].message && !blocks) return UNCHANGED;
     const content = (m as { content?: string | unknown[] }).content ?? [];
     return { content: blocks ? [...blocks, ...asBlocks(content)] : content };
   });
@@ -162,7 +165,7 @@ export function planContextEdits(branch: SessionEntry[], ctx: PruneContext, ownE
   const held = new Set<number>();
   visible.forEach((item, i) => {
     const want = desired[i];
-    if (want !== null && satisfied(item.message, want)) return;
+    if (want === UNCHANGED || (want !== null && satisfied(item.message, want))) return;
     const { entry } = item;
     if (!isEditableTarget(entry)) {
       plan.unrepresentable.push({

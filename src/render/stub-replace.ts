@@ -40,7 +40,7 @@ export function stubReplace(
     if (!record || isProtected(record.toolName, record.args)) return;
     if (grace.has(resultKeyOf(m))) return;
     const ref = indexer.shortRefFor(lookup) ?? m.toolCallId;
-    const text = record.spillPath ? spilledStubIn(wording, record, ref) : summarizedStubIn(wording, ref);
+    const text = record.spillPath ? spilledStubIn(wording, record, ref) : summarizedStubIn(wording, record, ref);
     const stub: ToolResultMessage = {
       role: "toolResult",
       toolCallId: m.toolCallId,

@@ -87,20 +87,28 @@ async function condenseState(file: string, piFile: string, env: Record<string, s
   return { piFile, render, refs, nextShortRef, queries, answers, kinds };
 }
 
+/** How `run` is run: whom it writes for (default the extension only), and where the copy it writes lies. */
+export interface RunAs {
+  target?: "extension" | "pi";
+  /** The path of the copy `run` writes (default `<dir>/after/<name>`). */
+  afterPath?: (source: string) => string;
+}
+
 /**
  * Prepare one session: copies for Pi and for `run`, condense's answers before and after `run`.
  * @param dir a fresh folder for this session's copies (sidecars go beside them)
  */
-export async function prepareCase(name: string, source: string, dir: string, env: Record<string, string>): Promise<OracleCase> {
+export async function prepareCase(name: string, source: string, dir: string, env: Record<string, string>, options: RunAs = {}): Promise<OracleCase> {
   mkdirSync(path.join(dir, "before"), { recursive: true });
-  mkdirSync(path.join(dir, "after"), { recursive: true });
   const beforeCopy = path.join(dir, "before", path.basename(source));
   copyFileSync(source, beforeCopy);
   // condense reads the original (read-only: a v1/v2 file is migrated in memory); Pi gets a copy.
   const before = await condenseState(source, beforeCopy, env);
-  const afterCopy = path.join(dir, "after", path.basename(source));
+  const afterCopy = options.afterPath?.(source) ?? path.join(dir, "after", path.basename(source));
+  mkdirSync(path.dirname(afterCopy), { recursive: true });
+  const target = options.target ?? "extension";
   copyFileSync(source, afterCopy);
-  const run = await runCli(["run", afterCopy, "--migrate", "--quiet"], env);
+  const run = await runCli(["run", afterCopy, "--migrate", "--target", target, "--quiet"], env);
   const after = run.code === 0 ? await condenseState(afterCopy, afterCopy, env) : null;
   return { name, source, before, after, run };
 }
@@ -113,16 +121,16 @@ export interface PreparedSession {
 
 /**
  * Prepare every session (condense's side, one after the other, in `dir`), then run the harness
- * over all of them in `children` child processes at once.
+ * over all of them in `children` child processes at once; `run` as `runAs` says.
  * @param agentDir Pi's agent folder for both sides (its settings.json switches the extension on)
  * @returns by file name
  */
-export async function prepareSuite(sources: string[], dir: string, agentDir: string, children = 1): Promise<Map<string, PreparedSession>> {
+export async function prepareSuite(sources: string[], dir: string, agentDir: string, children = 1, runAs: RunAs = {}): Promise<Map<string, PreparedSession>> {
   const env = { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: agentDir };
   const cases: OracleCase[] = [];
   for (const source of sources) {
     const name = path.basename(source);
-    cases.push(await prepareCase(name, source, path.join(dir, name.replace(/\.jsonl$/, "")), env));
+    cases.push(await prepareCase(name, source, path.join(dir, name.replace(/\.jsonl$/, "")), env, runAs));
   }
   const groups = Array.from({ length: children }, (_, g) => cases.filter((_, i) => i % children === g));
   const answers = await Promise.all(groups.map((group) => runHarness(group.flatMap(harnessJobs), agentDir)));

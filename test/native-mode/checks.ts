@@ -1,0 +1,120 @@
+/**
+ * What native mode must hold, as assertions over message arrays pi-ai receives (after Pi's
+ * `convertToLlm`):
+ * - provider validity of stock Pi's context: pi-ai's own `transformMessages` adds no synthetic
+ *   "No result provided" repair the original did not need; every tool result answers a call of
+ *   the assistant message before it, once (system messages, which pi-ai holds back, are
+ *   transparent); tool-call ids and names are the original's; the latest assistant message is the
+ *   original's, thinking and signatures included;
+ * - the extension switched on over the native file adds nothing twice: each chain block once,
+ *   each pruner summary once, no stub inside a stub;
+ * - sizes in Pi's own estimate (pi-coding-agent `estimateTokens`: provider-visible characters,
+ *   ⌈chars / 4⌉ per message, summed).
+ */
+import { transformMessages } from "@earendil-works/pi-ai/api/transform-messages";
+import { expect } from "vitest";
+
+type Msg = { role: string; content?: unknown; toolCallId?: string; toolName?: string; timestamp?: number; provider?: string; api?: string; model?: string };
+type Block = { type?: string; text?: string; id?: string; name?: string };
+
+const blocks = (m: Msg): Block[] =>
+  Array.isArray(m.content) ? (m.content as Block[]) : typeof m.content === "string" ? [{ type: "text", text: m.content }] : [];
+const texts = (m: Msg): string[] => blocks(m).flatMap((b) => (b?.type === "text" && typeof b.text === "string" ? [b.text] : []));
+
+/** Pi's estimate of a context: Σ estimateTokens(message). */
+export function piTokens(estimateTokens: (m: unknown) => number, messages: unknown[]): number {
+  return messages.reduce<number>((n, m) => n + estimateTokens(m), 0);
+}
+
+/** "No result provided" results pi-ai's transformMessages adds for `model`. */
+export function syntheticRepairs(messages: unknown[], model: { provider: string; api: string; id: string }): number {
+  const input = new Set(messages);
+  const out = transformMessages(messages as never, { ...model, input: ["text", "image"] } as never) as unknown as Msg[];
+  return out.filter((m) => !input.has(m) && m.role === "toolResult" && texts(m)[0] === "No result provided").length;
+}
+
+/** Tool results that answer no call of the assistant message before them (or answer one twice). */
+export function unansweredResults(messages: unknown[]): string[] {
+  const bad: string[] = [];
+  let open = new Set<string>();
+  for (const m of messages as Msg[]) {
+    if (m.role === "system") continue;
+    if (m.role === "assistant") open = new Set(blocks(m).flatMap((b) => (b?.type === "toolCall" && typeof b.id === "string" ? [b.id] : [])));
+    else if (m.role === "toolResult") {
+      if (!open.delete(String(m.toolCallId))) bad.push(String(m.toolCallId));
+    } else open = new Set();
+  }
+  return bad;
+}
+
+const toolCalls = (m: Msg) => blocks(m).flatMap((b) => (b?.type === "toolCall" ? [`${b.id}:${b.name}`] : []));
+
+/**
+ * Assert that stock Pi's context after a native run is as valid for providers as the original's.
+ * @param original what Pi sent for the file before the run
+ * @param after what Pi sends for the native file
+ */
+export function expectProviderValid(label: string, original: unknown[], after: unknown[]): void {
+  const assistants = (ms: unknown[]) => (ms as Msg[]).filter((m) => m.role === "assistant");
+  const last = assistants(original).at(-1);
+  if (last) {
+    const model = { provider: String(last.provider), api: String(last.api), id: String(last.model) };
+    expect(syntheticRepairs(after, model), `${label}: pi-ai repairs`).toBeLessThanOrEqual(syntheticRepairs(original, model));
+  }
+  expect(unansweredResults(after), `${label}: tool results without their call`).toEqual([]);
+  // Tool-call ids and names: every assistant message Pi still sends has the calls it had.
+  const byTime = new Map<number | undefined, Msg[]>();
+  for (const m of assistants(original)) byTime.set(m.timestamp, [...(byTime.get(m.timestamp) ?? []), m]);
+  for (const m of assistants(after)) {
+    const candidates = byTime.get(m.timestamp) ?? [];
+    expect(
+      candidates.some((o) => JSON.stringify(toolCalls(o)) === JSON.stringify(toolCalls(m))),
+      `${label}: the tool calls of the assistant message at ${m.timestamp}`,
+    ).toBe(true);
+  }
+  expect(assistants(after).at(-1), `${label}: the latest assistant message`).toStrictEqual(last);
+}
+
+const CHAIN_ID = /^<compressed-chain id="([^"]*)"/;
+const STUB_PREFIXES = ["[Summarized in pruner summary", "[Oversized output spilled to file"];
+
+/**
+ * Assert that a context (the extension switched on over a native file) holds each chain block
+ * once, each of `summaries` (the pruner summary texts of the file) at most once, and no stub
+ * inside a stub. @returns the number of chain blocks seen
+ */
+export function expectNothingTwice(label: string, messages: unknown[], summaries: string[]): number {
+  const blockIds: string[] = [];
+  const seen = new Map<string, number>();
+  for (const m of messages as Msg[]) {
+    for (const text of texts(m)) {
+      const id = CHAIN_ID.exec(text)?.[1];
+      if (id !== undefined) blockIds.push(id);
+      seen.set(text, (seen.get(text) ?? 0) + 1);
+    }
+    if (m.role === "toolResult") {
+      for (const text of texts(m)) {
+        const stubs = STUB_PREFIXES.reduce((n, p) => n + text.split(p).length - 1, 0);
+        expect(stubs, `${label}: a stub inside a stub in the result of ${m.toolCallId}`).toBeLessThanOrEqual(1);
+      }
+    }
+  }
+  expect(blockIds.length, `${label}: chain blocks ${blockIds.join(",")}`).toBe(new Set(blockIds).size);
+  for (const s of new Set(summaries)) expect(seen.get(s) ?? 0, `${label}: a pruner summary sent twice`).toBeLessThanOrEqual(1);
+  return blockIds.length;
+}
+
+/** The texts of a session file's pruner summaries (`context-prune-summary` custom messages). */
+export function summaryTexts(fileText: string): string[] {
+  const out: string[] = [];
+  for (const line of fileText.split("\n")) {
+    if (!line.includes('"context-prune-summary"')) continue;
+    try {
+      const e = JSON.parse(line);
+      if (e.type === "custom_message" && typeof e.content === "string") out.push(e.content);
+    } catch {
+      // not an entry
+    }
+  }
+  return out;
+}
