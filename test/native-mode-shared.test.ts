@@ -12,14 +12,14 @@
  *   cut to 31 calls (asserted below).
  * The shared files are never written: every state is a temp copy.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHARED_SESSIONS, importPiCompaction, makeTempDir } from "./helpers.js";
 import { makeAgentDir, oracleAvailable } from "./extension-oracle/client.js";
-import { compareState, emptyFigures } from "./extension-oracle/cases.js";
-import { expectNothingTwice, expectProviderValid, piTokens, summaryTexts } from "./native-mode/checks.js";
-import { type NativeSession, prepareNativeSuite, toolCallsInFile } from "./native-mode/suite.js";
+import { emptyFigures } from "./extension-oracle/cases.js";
+import { expectNative, type Figure, pct, reductionTable } from "./native-mode/checks.js";
+import { type NativeSession, prepareNativeSuite } from "./native-mode/suite.js";
 
 const present = existsSync(SHARED_SESSIONS) && oracleAvailable();
 const files = present
@@ -35,19 +35,6 @@ const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
  * assistant text and arguments), so no pruning of outputs reaches 60% — the extension's neither.
  */
 const COMPACTED_BELOW_60 = "gjc-03-raddit-dashboard-pr.v3.jsonl";
-
-interface Figure {
-  name: string;
-  callsInFile: number;
-  callsInContext: number;
-  /** Pi's estimate (tokens) of the original context, stock Pi after `run --target pi`, the extension after `run --target extension`, the extension over the native file. */
-  original: number;
-  piAlone: number;
-  extension: number;
-  extensionOverNative: number;
-}
-
-const pct = (before: number, after: number) => (before === 0 ? 0 : (100 * (before - after)) / before);
 
 describe.skipIf(!present)("native mode: stock Pi sends the pruned context (shared sessions)", () => {
   let tmp: ReturnType<typeof makeTempDir>;
@@ -70,35 +57,7 @@ describe.skipIf(!present)("native mode: stock Pi sends the pruned context (share
 
   for (const name of files.filter((f) => f !== HEADERLESS)) {
     it(`${name}: Pi alone = render --as pi-only, idempotent, valid; the extension over it = render, nothing twice, no larger`, () => {
-      const s = suite.get(name)!;
-      const [before, native] = s.pi;
-      expect(s.case.run.code, s.case.run.stderr).toBe(0);
-      expect(native.openError, "Pi opens the native file").toBeUndefined();
-      // Pi alone, exactly.
-      expect(s.piOnly?.code, s.piOnly?.stderr).toBe(0);
-      expect(JSON.parse(s.piOnly!.stdout)).toStrictEqual(native.piOnly);
-      // Idempotent: a second run appends nothing.
-      expect(s.secondRun).toEqual({ code: 0, unchanged: true });
-      expectProviderValid(`${name} (stock Pi)`, before.piOnly, native.piOnly);
-      // The extension switched on over the native file: what condense renders, refs and queries agree.
-      compareState(`${name} extension over native`, s.case.after!, native, oracle);
-      expectNothingTwice(name, native.messages, summaryTexts(readFileSync(s.case.after!.piFile, "utf8")));
-      expectProviderValid(`${name} (extension over native)`, before.piOnly, native.messages);
-      const piAlone = piTokens(estimateTokens, native.piOnly);
-      const extensionOverNative = piTokens(estimateTokens, native.messages);
-      expect(extensionOverNative, `${name}: the extension over the native file sends no more than Pi alone`).toBeLessThanOrEqual(piAlone);
-      expect(s.extension.run.code, s.extension.run.stderr).toBe(0);
-      figures.push({
-        name,
-        callsInFile: toolCallsInFile(s.case.source),
-        callsInContext: (before.piOnly as { role: string; content?: { type?: string }[] }[])
-          .filter((m) => m.role === "assistant")
-          .reduce((n, m) => n + (m.content ?? []).filter((b) => b?.type === "toolCall").length, 0),
-        original: piTokens(estimateTokens, before.piOnly),
-        piAlone,
-        extension: piTokens(estimateTokens, s.extension.pi!.messages),
-        extensionOverNative,
-      });
+      figures.push(expectNative(name, suite.get(name)!, estimateTokens, oracle));
     });
   }
 
@@ -111,19 +70,8 @@ describe.skipIf(!present)("native mode: stock Pi sends the pruned context (share
   });
 
   it("stock Pi's reduction: within 5 points of the extension's everywhere, at least 60% with 150+ tool calls", () => {
-    const rows = figures.map((f) => ({
-      ...f,
-      pi: pct(f.original, f.piAlone),
-      ext: pct(f.original, f.extension),
-    }));
-    console.log(
-      `native mode, Pi's estimate (tokens) original → stock Pi after run --target pi | the extension after run --target extension:\n${rows
-        .map(
-          (r) =>
-            `  ${r.name.padEnd(46)} calls ${String(r.callsInFile).padStart(3)} (${String(r.callsInContext).padStart(3)} in context)  ${r.original} → ${r.piAlone} (${r.pi.toFixed(1)}%) | ${r.extension} (${r.ext.toFixed(1)}%)`,
-        )
-        .join("\n")}`,
-    );
+    const rows = figures.map((f) => ({ ...f, pi: pct(f.original, f.piAlone), ext: pct(f.original, f.extension) }));
+    console.log(`native mode (shared sessions), ${reductionTable(rows)}`);
     expect(rows.length).toBe(files.length - 1);
     for (const r of rows) expect(Math.abs(r.pi - r.ext), `${r.name}: stock Pi ${r.pi.toFixed(1)}% vs extension ${r.ext.toFixed(1)}%`).toBeLessThanOrEqual(5);
     const large = rows.filter((r) => r.callsInFile >= 150);

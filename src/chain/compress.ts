@@ -90,7 +90,7 @@ export function selectEligibleChains(
   config: Pick<PruneConfig, "chainCompression" | "recoveryGraceTurns">,
   isProtected: ProtectionTest,
 ): { eligible: ChainRange[]; waiting: number } {
-  const candidates = detectChains(messages, isProtected, new Set(indexer.chains.keys())).filter(
+  const candidates = detectChains(messages, isProtected).filter(
     (c) => c.finalAssistantTimestamp !== null && !indexer.chains.has(c.startUserTimestamp) && c.middleToolCallIds.length > 0,
   );
   const aged = candidates.slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow));

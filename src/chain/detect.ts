@@ -28,14 +28,10 @@ function hasToolCalls(m: AssistantMessage): boolean {
 }
 
 /**
- * Closed and interrupted chains of a message list, in order. A `<compressed-chain>` user message
- * is passed over (it starts nothing), except the user message that opened a compressed chain and
- * now carries its block (a `run --target pi` context edit): that one is still the user message
- * it was, so it starts a chain — as the extension, which detects on the unedited branch, sees it.
+ * Closed and interrupted chains of a message list, in order.
  * @param messages branch messages (custom and other roles are ignored)
- * @param chainStarts `startUserTimestamp` of every compressed chain (the index's chain entries)
  */
-export function detectChains(messages: AgentMessage[], isProtected: ProtectionTest, chainStarts: ReadonlySet<number> = new Set()): ChainRange[] {
+export function detectChains(messages: AgentMessage[], isProtected: ProtectionTest): ChainRange[] {
   const chains: ChainRange[] = [];
   let open: (ChainRange & { ids: Set<string>; keys: Set<string>; prot: Set<string> }) | null = null;
   const emit = (final: number | null, endIndex: number) => {
@@ -53,7 +49,7 @@ export function detectChains(messages: AgentMessage[], isProtected: ProtectionTe
   };
   messages.forEach((m, i) => {
     if (m.role === "user") {
-      if (isCompressedChainMessage(m) && !chainStarts.has(m.timestamp)) return;
+      if (isCompressedChainMessage(m)) return;
       if (open) emit(null, i - 1);
       open = {
         startUserTimestamp: m.timestamp,

@@ -50,7 +50,7 @@ export function pendingEdits(view: SessionView, recovery: RecoveryOptions = {}):
  */
 export function pendingChains(view: SessionView): number {
   if (!view.config.chainCompression.enabled) return 0;
-  const messages = view.items.map((i) => i.message);
+  const messages = view.sourceContext.items.map((i) => i.message);
   return selectEligibleChains(messages, view.indexer, view.config, view.isProtected).eligible.length;
 }
 

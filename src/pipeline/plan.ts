@@ -129,7 +129,7 @@ function nativeStep(view: SessionView, payloads: NewEntry[], options: PlanOption
  */
 async function compressStep(view: SessionView, options: PlanOptions, pendingKeys: Set<string>): Promise<CompressResult | null> {
   if (!view.config.chainCompression.enabled) return null;
-  return compressChains(view.items, view.indexer, {
+  return compressChains(view.sourceContext.items, view.indexer, {
     config: view.config,
     summarizer: options.summarizer,
     isProtected: view.isProtected,

@@ -218,5 +218,27 @@ export function compareState(label: string, ours: CondenseState, pi: HarnessResu
   }
 }
 
+/** Fixtures Pi cannot use: what Pi says (opening, or building the context), and what condense says. */
+export const PI_REFUSES: Record<string, { pi: RegExp; condense: RegExp }> = {
+  "bad-bom.jsonl": { pi: /^Session file is not a valid pi session/, condense: /line 1 starts with a UTF-8 byte-order mark/ },
+  "bad-no-header.jsonl": { pi: /^Session file is not a valid pi session/, condense: /no session header: the first entry \(line 1, a "message" entry\)/ },
+  "bad-not-jsonl.jsonl": { pi: /^Session file is not a valid pi session/, condense: /not a JSONL session: none of its 4 non-blank line\(s\) is a JSON object/ },
+  "bad-number-before-header.jsonl": { pi: /^Session file is not a valid pi session/, condense: /no session header: the first entry \(line 1, a JSON number\)/ },
+  "bad-null-message.jsonl": {
+    pi: /^buildSessionContext: Cannot read properties of null \(reading 'role'\)/,
+    condense: /a message entry without a message object at .*:4 \(byte 580\)/,
+  },
+};
+/**
+ * A parent cycle: Pi's buildSessionContext walks the cycle until the array it builds cannot grow
+ * (RangeError "Invalid array length" after about 6 s and 2.5 GB under Node 22; a fatal crash under
+ * Node 20), so it is not handed to Pi here; condense refuses it.
+ */
+export const CYCLE = "bad-parent-cycle.jsonl";
+/** An empty file: Pi opens it as a session without messages; condense refuses it. */
+export const EMPTY = "bad-empty.jsonl";
+/** Pi skips the cut-off final line and sends the rest; condense renders that too, but will not write to a file that may still be being written. */
+export const STILL_WRITTEN = "bad-truncated-final-line.jsonl";
+
 /** The bytes of a file (to check that nothing touched a read-only input). */
 export const bytesOf = (file: string): Buffer => readFileSync(file);

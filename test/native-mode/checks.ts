@@ -11,8 +11,11 @@
  * - sizes in Pi's own estimate (pi-coding-agent `estimateTokens`: provider-visible characters,
  *   ⌈chars / 4⌉ per message, summed).
  */
+import { readFileSync } from "node:fs";
 import { transformMessages } from "@earendil-works/pi-ai/api/transform-messages";
 import { expect } from "vitest";
+import { compareState, type Figures } from "../extension-oracle/cases.js";
+import { type NativeSession, toolCallsInFile } from "./suite.js";
 
 type Msg = { role: string; content?: unknown; toolCallId?: string; toolName?: string; timestamp?: number; provider?: string; api?: string; model?: string };
 type Block = { type?: string; text?: string; id?: string; name?: string };
@@ -117,4 +120,61 @@ export function summaryTexts(fileText: string): string[] {
     }
   }
   return out;
+}
+
+/** One session's sizes (Pi's estimate, tokens) for the reduction figures. */
+export interface Figure {
+  name: string;
+  callsInFile: number;
+  callsInContext: number;
+  /** The original context, stock Pi after `run --target pi`, the extension after `run --target extension`, the extension over the native file. */
+  original: number;
+  piAlone: number;
+  extension: number;
+  extensionOverNative: number;
+}
+
+/** Percent of `before` saved. */
+export const pct = (before: number, after: number): number => (before === 0 ? 0 : (100 * (before - after)) / before);
+
+/** The figures as printed lines. */
+export function reductionTable(rows: (Figure & { pi: number; ext: number })[]): string {
+  const lines = rows.map(
+    (r) =>
+      `  ${r.name.padEnd(46)} calls ${String(r.callsInFile).padStart(3)} (${String(r.callsInContext).padStart(3)} in context)  ${r.original} → ${r.piAlone} (${r.pi.toFixed(1)}%) | ${r.extension} (${r.ext.toFixed(1)}%)`,
+  );
+  return `Pi's estimate (tokens) original → stock Pi after run --target pi | the extension after run --target extension:\n${lines.join("\n")}`;
+}
+
+/**
+ * Everything native mode promises for one prepared session (suite.ts): run wrote; Pi alone sends
+ * exactly `render --as pi-only`; a second run appends nothing; stock Pi's context and the
+ * extension's over the native file are provider-valid; the extension over it sends what condense
+ * renders (refs and queries too), nothing twice, and no more than Pi alone.
+ * @returns the session's sizes
+ */
+export function expectNative(name: string, s: NativeSession, estimateTokens: (m: unknown) => number, oracle: Figures): Figure {
+  const [before, native] = s.pi;
+  expect(s.case.run.code, s.case.run.stderr).toBe(0);
+  expect(native.openError, "Pi opens the native file").toBeUndefined();
+  expect(s.piOnly?.code, s.piOnly?.stderr).toBe(0);
+  expect(JSON.parse(s.piOnly!.stdout)).toStrictEqual(native.piOnly);
+  expect(s.secondRun).toEqual({ code: 0, unchanged: true });
+  expectProviderValid(`${name} (stock Pi)`, before.piOnly, native.piOnly);
+  compareState(`${name} extension over native`, s.case.after!, native, oracle);
+  expectNothingTwice(name, native.messages, summaryTexts(readFileSync(s.case.after!.piFile, "utf8")));
+  expectProviderValid(`${name} (extension over native)`, before.piOnly, native.messages);
+  const piAlone = piTokens(estimateTokens, native.piOnly);
+  const extensionOverNative = piTokens(estimateTokens, native.messages);
+  expect(extensionOverNative, `${name}: the extension over the native file sends no more than Pi alone`).toBeLessThanOrEqual(piAlone);
+  expect(s.extension.run.code, s.extension.run.stderr).toBe(0);
+  return {
+    name,
+    callsInFile: toolCallsInFile(s.case.source),
+    callsInContext: (before.piOnly as Msg[]).filter((m) => m.role === "assistant").reduce((n, m) => n + toolCalls(m).length, 0),
+    original: piTokens(estimateTokens, before.piOnly),
+    piAlone,
+    extension: piTokens(estimateTokens, s.extension.pi!.messages),
+    extensionOverNative,
+  };
 }
