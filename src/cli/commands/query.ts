@@ -91,7 +91,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
       }
     }
     if (options.json) out.printJson({ session: session.path, results, unknown });
-    else if (blocks.length > 0) out.print(blocks.join("\n\n"));
+    // Always one newline after the last block, so an output's own final newline survives (byte-exact).
+    else if (blocks.length > 0) out.stdout.write(`${blocks.join("\n\n")}\n`);
     for (const u of unknown) out.error(`unknown ref ${u.ref}: ${u.reason}`);
     if (unknown.length > 0) exit.code = 1;
   });
