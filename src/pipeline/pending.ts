@@ -14,7 +14,7 @@ import { ownContextEditIds } from "../entries/read.js";
 import { planContextEdits } from "../render/context-edits.js";
 import { unrecordedDiagnostics } from "../render/diagnostics.js";
 import { idleRunReport, type RunReport } from "./report.js";
-import type { TargetDecision } from "./target.js";
+import type { RunFor } from "./target.js";
 import type { SessionView } from "./view.js";
 
 export interface PendingWork {
@@ -28,13 +28,7 @@ export interface PendingWork {
   edits: number;
 }
 
-/** Whom a run writes for; for `pi`, how its stubs name the session. */
-export interface RunFor {
-  target: TargetDecision;
-  recovery?: RecoveryOptions;
-}
-
-const EXTENSION_ONLY: RunFor = { target: { used: "extension", reason: "--target extension" } };
+const EXTENSION_ONLY: RunFor = { target: { used: "extension", reason: "--target extension" }, recovery: {} };
 
 /** Context edits a `pi`-target run would write on the branch as read (render/context-edits.ts). */
 export function pendingEdits(view: SessionView, recovery: RecoveryOptions = {}): number {

@@ -9,6 +9,7 @@ import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
 import { planRun } from "./plan.js";
+import type { RunFor } from "./target.js";
 import type { SessionView } from "./view.js";
 
 /** Summarizer calls in parallel for a dry-run render (`run`'s default `--concurrency`). */
@@ -22,19 +23,20 @@ const DRY_RUN_CONCURRENCY = 4;
 export type RenderAs = "extension" | "pi-only";
 
 /**
- * Render a session as read, or — with `dryRun` — after a run planned in memory.
+ * Render a session as read, or — with `dryRun` — after a run planned in memory for `dryRun.runFor`
+ * (whom the run writes for: with the `pi` target, its context edits are part of what stock Pi sends).
  * @param as `pi-only`: the result's `after`/`afterAgent` are Pi's projection, with no phases and
  *   no diagnostics (nothing is pruned)
  * @throws UsageError when the summarizer asked for cannot be used
  */
-export async function renderSession(view: SessionView, dryRun: SummarizerChoice | null, as: RenderAs = "extension"): Promise<Rendered> {
+export async function renderSession(view: SessionView, dryRun: (SummarizerChoice & { runFor?: RunFor }) | null, as: RenderAs = "extension"): Promise<Rendered> {
   const rendered = await renderExtension(view, dryRun);
   if (as === "extension") return rendered;
   const { before, beforeAgent } = rendered;
   return { before, beforeAgent, after: before, afterAgent: beforeAgent, phases: [], diagnostics: [] };
 }
 
-async function renderExtension(view: SessionView, dryRun: SummarizerChoice | null): Promise<Rendered> {
+async function renderExtension(view: SessionView, dryRun: (SummarizerChoice & { runFor?: RunFor }) | null): Promise<Rendered> {
   if (!dryRun) return view.rendered;
   const summarizer = await createSummarizer(dryRun, view.config, view.session);
   const plan = await planRun(view, {
@@ -42,6 +44,8 @@ async function renderExtension(view: SessionView, dryRun: SummarizerChoice | nul
     concurrency: DRY_RUN_CONCURRENCY,
     nowMs: nowMs(),
     targetPath: view.session.path,
+    target: dryRun.runFor?.target,
+    recovery: dryRun.runFor?.recovery,
   });
   return renderBranch(plan.afterBranch, view.config);
 }

@@ -4,11 +4,9 @@
  * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
  * through {@link RunHooks}; the command only parses options and prints the report.
  */
-import { resolve } from "node:path";
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
 import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
-import { continueFolderHolds } from "../session/locate.js";
 import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
@@ -16,7 +14,7 @@ import { CondenseError } from "../util/errors.js";
 import { idleReport } from "./pending.js";
 import { planRun, type RunPlan } from "./plan.js";
 import type { RunReport } from "./report.js";
-import { decideTarget, type TargetChoice } from "./target.js";
+import { runFor, type TargetChoice } from "./target.js";
 import { sessionView } from "./view.js";
 
 export interface RunSessionOptions extends WriteOptions {
@@ -65,10 +63,8 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   const writeOptions = { ...options, idsNamed: options.target !== "extension" };
   const { session, migration, base } = await openForWrite(file, writeOptions, (m) => hooks.warn(m));
   path = session.path;
-  const target = decideTarget(options.target, session.header?.cwd);
   const targetPath = options.output ?? session.path;
-  // Stock-Pi stubs name `condense query <ref>`, with --session unless it finds the file from the session's cwd.
-  const recovery = continueFolderHolds(targetPath, session.header?.cwd) ? {} : { session: resolve(targetPath) };
+  const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd);
   const done = (report: RunReport, written: string | null, bytesAppended: number): RunFileResult => ({
     ...report,
     dryRun: options.dryRun,

@@ -7,6 +7,8 @@
  */
 import { resolve } from "node:path";
 import { piCondenseStatus } from "../config/pi-settings.js";
+import type { RecoveryOptions } from "../context/vocabulary.js";
+import { continueFolderHolds } from "../session/locate.js";
 
 export type RunTarget = "extension" | "pi";
 export type TargetChoice = RunTarget | "auto";
@@ -32,4 +34,24 @@ export function decideTarget(choice: TargetChoice, cwd: string | undefined, agen
   if (status.enabled) return { used: "pi", reason: `pi-condense is switched on in ${status.settingsPath} but does not look installed` };
   const installed = status.installedAs ? `pi-condense is installed (${status.installedAs}) but not switched on: ` : "";
   return { used: "pi", reason: `${installed}${status.reason}` };
+}
+
+/** Whom a run writes for, and for `pi` how its stubs name the session. */
+export interface RunFor {
+  target: TargetDecision;
+  recovery: RecoveryOptions;
+}
+
+/**
+ * Decide the target for a session and how stock-Pi stubs name it: `condense query <ref>` alone
+ * when it finds the file from the session's cwd (the folder `pi --continue` searches), else with
+ * `--session <absolute path>`.
+ * @param sessionPath where the entries go (the session, or `--output`)
+ * @param cwd the session's header `cwd`
+ */
+export function runFor(choice: TargetChoice, sessionPath: string, cwd: string | undefined): RunFor {
+  return {
+    target: decideTarget(choice, cwd),
+    recovery: continueFolderHolds(sessionPath, cwd) ? {} : { session: resolve(sessionPath) },
+  };
 }

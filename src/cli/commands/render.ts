@@ -5,6 +5,7 @@
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { type RenderAs, renderSession } from "../../pipeline/render.js";
+import { runFor as decideRunFor, type TargetChoice } from "../../pipeline/target.js";
 import { sessionView } from "../../pipeline/view.js";
 import { sizeMessages } from "../../report/counts.js";
 import type { Rendered } from "../../render/render.js";
@@ -23,6 +24,7 @@ interface RenderOptions extends CommonOptions, ConfigFlags {
   stats?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
+  target: TargetChoice;
 }
 
 export function registerRender(program: Command, _exit: ExitState): void {
@@ -39,13 +41,18 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print sizes (chars and chars/4 tokens) after projection and after each phase instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
-    .option("--model <provider/id>", "with --dry-run: summarizer model");
+    .option("--model <provider/id>", "with --dry-run: summarizer model")
+    .addOption(
+      new Option("--target <target>", "with --dry-run: whom the run writes for (as run --target: pi, extension, auto)")
+        .choices(["auto", "pi", "extension"])
+        .default("auto"),
+    );
   withConfigOptions(cmd)
     .option("--no-chain", "with --dry-run: skip chain compression")
     .addHelpText(
       "after",
       "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json\n" +
-        "  condense render session.jsonl --as pi-only --dry-run --stats",
+        "  condense render session.jsonl --as pi-only --dry-run --stats   # what stock Pi sends after condense run",
     );
   withCommonOptions(cmd).action(async (sessionArg: string | undefined, options: RenderOptions) => {
     const out = new Output(options);
@@ -55,7 +62,8 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model } : null;
+    const runFor = options.dryRun ? decideRunFor(options.target, session.path, session.header?.cwd) : null;
+    const dryRun = runFor ? { kind: options.summarizer, model: options.model, runFor } : null;
     const rendered = await renderSession(sessionView(session, config), dryRun, options.as);
     // What run writes shrinks Pi's context only with the extension switched on (--as pi-only shows the other case).
     if (options.as === "extension" && !options.quiet) {
@@ -64,7 +72,15 @@ export function registerRender(program: Command, _exit: ExitState): void {
     }
     const stats = renderStats(rendered);
     if (options.json) {
-      out.printJson({ session: session.path, dryRun: !!options.dryRun, as: options.as, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
+      out.printJson({
+        session: session.path,
+        dryRun: !!options.dryRun,
+        ...(runFor ? { target: runFor.target } : {}),
+        as: options.as,
+        messages: rendered.after,
+        stats,
+        diagnostics: rendered.diagnostics,
+      });
       return;
     }
     if (options.stats) {
