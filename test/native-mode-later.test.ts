@@ -1,5 +1,5 @@
 /**
- * Native mode over time (docs/design.md "Native mode"): after `run --target pi`, Pi 1.6 itself (its
+ * Native mode over time (docs/design.md §11): after `run --target pi`, Pi 1.6 itself (its
  * SessionManager, by file path) appends new turns — five closed chains of two bash calls each —
  * and `run --target pi` runs again. The second run edits only new work and takes earlier work
  * further, never back: per target, condense's edits go raw → stub → omitted, an assistant message

@@ -1,5 +1,5 @@
 /**
- * The recovery command in stock Pi (docs/design.md "Native mode"; the agent has no
+ * The recovery command in stock Pi (docs/design.md §11; the agent has no
  * `context_tree_query` there): on a session condensed with `run --target pi`, every stub and every
  * chain block Pi sends names a `condense query …` command; run through bash from the session's
  * working directory with `condense` on PATH, it prints each original output byte-exact. Checked

@@ -1,5 +1,5 @@
 /**
- * Native mode on every shared session (docs/design.md "Native mode"): after `run --target pi`,
+ * Native mode on every shared session (docs/design.md §11): after `run --target pi`,
  * - Pi 1.6 alone (its SessionManager on the file, buildSessionContext + convertToLlm) sends
  *   exactly what `condense render --as pi-only` prints, and a second run appends nothing;
  * - that context is as valid for providers as the original's (checks.ts);

@@ -1,5 +1,5 @@
 /**
- * Native mode shape by shape (docs/design.md "Native mode"), on fixtures/native-mode-shapes.jsonl:
+ * Native mode shape by shape (docs/design.md §11), on fixtures/native-mode-shapes.jsonl:
  * five closed chains — the first with a string prompt, the second with text and an image (both
  * compressed: rolling window 3), a summarized result, a failed write with 600 characters of
  * arguments, signed thinking and a `thoughtSignature` (its batch is trivial, so it stays raw and is

@@ -4,7 +4,7 @@
  * carry `data`; the summary is a `custom_message` (hidden from the TUI, so it enters only the
  * model's context). The `compaction` entry (docs/design.md §10) as Pi writes it. For
  * `run --target pi`, Pi's own `context_edit` entries and the `condense-context-edits` entry that
- * lists them (docs/design.md "Native mode"). Ids, parents and timestamps are added when the
+ * lists them (docs/design.md §11). Ids, parents and timestamps are added when the
  * entries are chained (`session/writer.ts` `chainEntries`).
  */
 import type { CompactionDetails, CompactionEntry, ContextEditEntry, Message, NewEntry } from "../session/types.js";

@@ -1,6 +1,6 @@
 /**
  * The pi-condense entry formats (docs/design.md §5), and the one entry of condense's own
- * (`condense-context-edits`, docs/design.md "Native mode"). Field order in these interfaces is the
+ * (`condense-context-edits`, docs/design.md §11). Field order in these interfaces is the
  * order in which condense writes them, matching the extension.
  */
 

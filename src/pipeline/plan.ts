@@ -2,7 +2,7 @@
  * The main job for one session, computed in memory (docs/design.md §5, §6): capture, flush,
  * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then, for the
  * `pi` target, the context edits that make stock Pi send the pruned context and the entry listing
- * them (docs/design.md "Native mode"), then any diagnostics not recorded yet. Nothing is written
+ * them (docs/design.md §11), then any diagnostics not recorded yet. Nothing is written
  * here; `session/commit.ts` writes the sidecars and appends `entries`.
  */
 import { compressChains, type CompressResult } from "../chain/compress.js";

@@ -1,5 +1,5 @@
 /**
- * Whom `run` writes for (docs/design.md "Native mode"): `extension` — the pi-condense extension's
+ * Whom `run` writes for (docs/design.md §11): `extension` — the pi-condense extension's
  * entries only, which shrink what Pi sends only while the extension is installed and switched on;
  * `pi` — those entries plus Pi 1.6's own `context_edit` entries, so that stock Pi sends the pruned
  * context by itself; `auto` (the default) — `pi`, unless Pi's settings for the session's project

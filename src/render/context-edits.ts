@@ -1,5 +1,5 @@
 /**
- * Native mode (docs/design.md "Native mode"): the render of a branch written as Pi 1.6's own
+ * Native mode (docs/design.md §11): the render of a branch written as Pi 1.6's own
  * `context_edit` entries, so that stock Pi — without the pi-condense extension — sends the pruned
  * context. Found by diffing: Pi's projection of the branch (every edit on it applied), then
  * `pruneMessages` on it with stock Pi's wording, each output message traced to the input message
