@@ -165,6 +165,29 @@ describe("run --target pi on native-mode-shapes.jsonl", () => {
   });
 });
 
+describe("metrics on a native file: stock Pi's reduction next to the extension's", () => {
+  it("before is Pi's projection without condense's edits; piOnly.after is what Pi alone sends", async () => {
+    const tmp = makeTempDir("native-metrics");
+    try {
+      const file = path.join(tmp.dir, "shapes.jsonl");
+      copyFileSync(SHAPES, file);
+      const env = { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: path.join(tmp.dir, "agent") };
+      const asExtension = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
+      // Nothing pruned yet: both are the projection as it is.
+      expect(asExtension.piOnly).toEqual({ before: asExtension.before, after: asExtension.before, reclaimedTokens: 0, reclaimedPct: 0 });
+      expect((await runCli(["run", file, "--target", "pi", "--quiet"], env)).code).toBe(0);
+      const m = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
+      const piOnly = JSON.parse((await runCli(["render", file, "--as", "pi-only", "--format", "json", "--quiet"], env)).stdout);
+      expect(m.piOnly.before).toEqual(m.before);
+      expect(m.piOnly.after).toEqual({ messages: piOnly.length, chars: JSON.stringify(piOnly).length, tokens: Math.round(JSON.stringify(piOnly).length / 4) });
+      expect(m.piOnly.reclaimedPct).toBeGreaterThan(60);
+      expect(Math.abs(m.piOnly.reclaimedPct - m.reclaimedPct)).toBeLessThanOrEqual(5);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 describe("the target run writes for", () => {
   let tmp: ReturnType<typeof makeTempDir>;
   beforeAll(() => {

@@ -5,7 +5,7 @@
  * the pruner index, and the structural diagnostics. The JSON shape is documented in
  * docs/json-schemas.md; field names are stable.
  */
-import type { ContextItem } from "../context/projection.js";
+import { convertToLlm, type ContextItem } from "../context/projection.js";
 import { hasValidUsage, usageTokens } from "../context/usage.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
@@ -24,6 +24,25 @@ export interface ContextSize {
   chars: number;
   /** Estimated tokens of that JSON text (the chosen tokenizer). */
   tokens: number;
+}
+
+/** A context before → after, and what that saves. */
+export interface ContextChange {
+  before: ContextSize;
+  after: ContextSize;
+  /** `before.tokens - after.tokens`. */
+  reclaimedTokens: number;
+  /** Rounded percentage of `before.tokens` reclaimed (0 when before is 0). */
+  reclaimedPct: number;
+}
+
+function change(before: ContextSize, after: ContextSize): ContextChange {
+  return {
+    before,
+    after,
+    reclaimedTokens: before.tokens - after.tokens,
+    reclaimedPct: before.tokens > 0 ? Math.round((100 * (before.tokens - after.tokens)) / before.tokens) : 0,
+  };
 }
 
 /** Usage the provider reported for the last request (the last assistant message with usage). */
@@ -56,14 +75,12 @@ export interface SessionMetrics {
   openCycleThinkingTokens: number;
   largestChainSharePct: number;
   frontierGapTokens: number;
-  context: {
-    before: ContextSize;
-    after: ContextSize;
-    /** `before.tokens - after.tokens`. */
-    reclaimedTokens: number;
-    /** Rounded percentage of `before.tokens` reclaimed (0 when before is 0). */
-    reclaimedPct: number;
-  };
+  /**
+   * The context before pruning — Pi's projection, without the context edits condense wrote for
+   * stock Pi — and after: what Pi sends with the extension switched on (`after`), and what stock
+   * Pi sends (`piOnly.after`, its projection with those edits).
+   */
+  context: ContextChange & { piOnly: ContextChange };
   reportedUsage: ReportedUsage | null;
   index: {
     records: number;
@@ -110,6 +127,8 @@ export interface MetricsInput {
   isProtected: ProtectionTest;
   indexer: ToolCallIndexer;
   items: ContextItem[];
+  /** Pi's projection without condense's own context edits (`pipeline/view.ts`). */
+  sourceContext: { items: ContextItem[] };
   branchMessages: AgentMessage[];
   rendered: Rendered;
 }
@@ -190,8 +209,10 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
   const { roles, toolCalls, toolResults, lastUsage } = branchCounts(branch);
   const health = computeContextMetrics(view.branchMessages, indexer.frontier, indexer, view.isProtected, tokenizer, lengthOf);
   const rendered = view.rendered;
-  const before = sizeOf(rendered.before, tokenizer, lengthOf);
+  const unedited = view.sourceContext.items === view.items ? rendered.before : convertToLlm(view.sourceContext.items.map((i) => i.message));
+  const before = sizeOf(unedited, tokenizer, lengthOf);
   const after = sizeOf(rendered.after, tokenizer, lengthOf);
+  const piAfter = sizeOf(rendered.before, tokenizer, lengthOf);
   const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where);
   return {
     session: session.path,
@@ -204,12 +225,7 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
     toolCalls,
     toolResults,
     ...health,
-    context: {
-      before,
-      after,
-      reclaimedTokens: before.tokens - after.tokens,
-      reclaimedPct: before.tokens > 0 ? Math.round((100 * (before.tokens - after.tokens)) / before.tokens) : 0,
-    },
+    context: { ...change(before, after), piOnly: change(before, piAfter) },
     reportedUsage: reportedUsageOf(lastUsage, lastUsage ? where(lastUsage.entry) : null),
     index: indexSummary(indexer),
     diagnostics,

@@ -39,6 +39,8 @@ export interface MetricsTotals {
   failed: number;
   contextBeforeTokens: number;
   contextAfterTokens: number;
+  /** What stock Pi sends, summed (`context.piOnly.after.tokens`). */
+  contextPiOnlyTokens: number;
   reclaimedTokens: number;
   reportedTokens: number;
   openCycleThinkingTokens: number;
@@ -116,7 +118,8 @@ export function registerMetrics(program: Command, exit: ExitState): void {
       out.print(formatTable(rows, totals, out));
       out.print(
         out.c.dim(
-          "reported = provider-reported tokens of the last request · open think = thinking after the last final reply · " +
+          "before → after = with the extension switched on · stock Pi = what Pi sends without it · " +
+            "reported = provider-reported tokens of the last request · open think = thinking after the last final reply · " +
             "chain % = largest chain's share of the branch · gap = unsummarized tool output past the frontier · " +
             "rec/sum/ali/spl/chn = index records, summaries, dedup aliases, spills, chains",
         ),
@@ -159,6 +162,7 @@ export function totalsOf(rows: SessionMetrics[], failed: number): MetricsTotals 
     failed,
     contextBeforeTokens: sum((r) => r.context.before.tokens),
     contextAfterTokens: sum((r) => r.context.after.tokens),
+    contextPiOnlyTokens: sum((r) => r.context.piOnly.after.tokens),
     reclaimedTokens: sum((r) => r.context.reclaimedTokens),
     reportedTokens: sum((r) => r.reportedUsage?.tokens ?? 0),
     openCycleThinkingTokens: sum((r) => r.openCycleThinkingTokens),
@@ -185,6 +189,7 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output)
   const body = rows.map((r, i) => [
     names[i],
     `${fmt(r.context.before.tokens)} → ${fmt(r.context.after.tokens)}${r.context.reclaimedPct ? ` (-${r.context.reclaimedPct}%)` : ""}`,
+    `${fmt(r.context.piOnly.after.tokens)}${r.context.piOnly.reclaimedPct ? ` (${-r.context.piOnly.reclaimedPct > 0 ? "+" : ""}${-r.context.piOnly.reclaimedPct}%)` : ""}`,
     r.reportedUsage ? fmt(r.reportedUsage.tokens) : "—",
     fmt(r.openCycleThinkingTokens),
     `${r.largestChainSharePct}%`,
@@ -198,6 +203,7 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output)
     body.push([
       out.c.bold(`total (${totals.sessions}${totals.failed ? `, ${totals.failed} failed` : ""})`),
       `${fmt(totals.contextBeforeTokens)} → ${fmt(totals.contextAfterTokens)}`,
+      fmt(totals.contextPiOnlyTokens),
       fmt(totals.reportedTokens),
       fmt(totals.openCycleThinkingTokens),
       `max ${totals.largestChainSharePctMax}%`,
@@ -210,9 +216,9 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output)
   }
   const tokenizer = rows[0]?.tokenizer === "o200k" ? "o200k tokens" : "~tokens";
   return out.table(
-    ["session", `${tokenizer} before → after`, "reported", "open think", "chain %", "gap", "rec/sum/ali/spl/chn", "summ. tok", "diag", "img"],
+    ["session", `${tokenizer} before → after`, "stock Pi", "reported", "open think", "chain %", "gap", "rec/sum/ali/spl/chn", "summ. tok", "diag", "img"],
     body,
-    ["left", "right", "right", "right", "right", "right", "right", "right", "right", "right"],
+    ["left", "right", "right", "right", "right", "right", "right", "right", "right", "right", "right"],
   );
 }
 
