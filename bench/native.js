@@ -15,6 +15,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync }
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { alignRows } from "./rows.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "..");
@@ -113,13 +114,7 @@ export function formatNativeRows(rows) {
           r.ms.toFixed(0),
         ],
   );
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
-  const line = (c) =>
-    c
-      .map((v, i) => String(v).padEnd(widths[i]))
-      .join("  ")
-      .trimEnd();
-  return [line(head), ...cells.map(line)];
+  return alignRows(head, cells);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -12,23 +12,17 @@
  *   cut to 31 calls (asserted below).
  * The shared files are never written: every state is a temp copy.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHARED_SESSIONS, importPiCompaction, makeTempDir } from "./helpers.js";
 import { makeAgentDir, oracleAvailable } from "./extension-oracle/client.js";
-import { emptyFigures } from "./extension-oracle/cases.js";
+import { emptyFigures, HEADERLESS, sharedSessionFiles } from "./extension-oracle/cases.js";
 import { expectNative, type Figure, pct, reductionTable } from "./native-mode/checks.js";
 import { type NativeSession, prepareNativeSuite } from "./native-mode/suite.js";
 
 const present = existsSync(SHARED_SESSIONS) && oracleAvailable();
-const files = present
-  ? readdirSync(SHARED_SESSIONS)
-      .filter((f) => f.endsWith(".jsonl"))
-      .sort()
-  : [];
-/** No header line: Pi cannot open it, and condense refuses to run on it (SOURCES.md). */
-const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
+const files = present ? sharedSessionFiles() : [];
 /**
  * 259 tool calls in the file, but Pi's own compaction (in the file) leaves 31 of them in what Pi
  * sends; tool outputs are under half of that context (the rest: thinking, the compaction summary,

@@ -59,7 +59,9 @@ export async function prepareNativeSuite(sources: string[], dir: string, agentDi
     ),
   );
   const extensionPi = new Map<string, HarnessResult>();
-  groups.forEach((group, g) => group.forEach(([name], i) => extensionPi.set(name, answers[g][i])));
+  groups.forEach((group, g) => {
+    for (const [i, [name]] of group.entries()) extensionPi.set(name, answers[g][i]);
+  });
 
   const out = new Map<string, NativeSession>();
   for (const [name, prepared] of suite) {
