@@ -3,6 +3,12 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
+// Before anything else loads: a listener for SIGXFSZ. Node ignores the signal, so a write past
+// `ulimit -f` fails with EFBIG and condense rolls back its own bytes; but signal-exit (loaded by
+// proper-lockfile and ora) re-raises a signal when it is its only listener, which would kill the
+// process mid-append (exit 153). With this listener it never is.
+process.on("SIGXFSZ", () => {});
+
 const entry = new URL("../dist/cli/main.js", import.meta.url);
 if (!existsSync(fileURLToPath(entry))) {
   process.stderr.write("condense: dist/ is missing; run `npm install` (or `npm run build`) in the condense folder first.\n");

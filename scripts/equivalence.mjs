@@ -21,7 +21,8 @@
 //   batching, rolling window 0, no trivial skip); then, on another fresh copy (builds that have it),
 //   compact --dry-run --json, compact --json keeping 1000 tokens (and the bytes it wrote), render
 //   --format json after it, and a second compact --json.
-// v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON.
+// v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON, and the
+// undo record's write id, inode, device and times from the files written beside the session.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
@@ -118,6 +119,19 @@ async function cli(main, args, { json = false } = {}) {
     }
   }
   return `exit ${code}\n--- stdout\n${stdout}--- stderr\n${stderr}`;
+}
+
+/**
+ * A file written beside the session, with what differs between two runs of the same build taken
+ * out: the undo record's random write id, inode, device and wall-clock times.
+ */
+function stableFile(rel, text) {
+  if (!rel.endsWith(".condense-undo")) return text;
+  const volatile = new Set(["writeId", "dev", "ino", "startedAt", "committedAt"]);
+  return text
+    .split("\n")
+    .map((line) => (line ? JSON.stringify(JSON.parse(line), (k, v) => (volatile.has(k) ? "…" : v)) : line))
+    .join("\n");
 }
 
 /** Files below `dir` other than `except`, as relative paths, sorted. */
@@ -228,7 +242,7 @@ async function capture(outDir, dist) {
     const appended = after.subarray(0, before.length).equals(before) ? after.subarray(before.length) : null;
     save("10-run-bytes.txt", appended ? `appended ${appended.length} bytes\n${appended}` : `rewritten, ${after.length} bytes\n${after}`);
     const sidecars = filesBelow(work, file);
-    save("11-run-files.txt", sidecars.map((rel) => `=== ${rel}\n${readFileSync(path.join(work, rel), "utf8")}\n`).join("") || "(none)\n");
+    save("11-run-files.txt", sidecars.map((rel) => `=== ${rel}\n${stableFile(rel, readFileSync(path.join(work, rel), "utf8"))}\n`).join("") || "(none)\n");
     utimesSync(file, OLD_MTIME, OLD_MTIME);
     save("12-run-again.txt", await cli(main, ["run", "--json", ...migrate, file], { json: true }));
     const rerun = readFileSync(file);

@@ -124,7 +124,7 @@ describe("bash", () => {
   });
 
   it("completes options per command, with the default command's at top level", () => {
-    expect(bashComplete(["condense", "query", "t3", "--"])).toEqual(["--session", "--full", "--format", "--json", "--quiet", "--help"]);
+    expect(bashComplete(["condense", "query", "t3", "--"])).toEqual(["--session", "--full", "--format", "--json", "--quiet", "--raw", "--help"]);
     expect(bashComplete(["condense", "render", "--f"])).toEqual(["--format"]);
     expect(bashComplete(["condense", "--dry"])).toEqual(["--dry-run"]);
     expect(bashComplete(["condense", "b.jsonl", "--ou"])).toEqual(["--output"]);

@@ -253,7 +253,9 @@ describe("condense query", () => {
     expect(res.outputSource).toBe("preview");
     expect(res.output).toBe(res.record.resultPreview);
     const text = await runCli(["query", "t1", "--session", path.join(dirB, "spill.jsonl")]);
-    expect(text.stdout).toMatch(/^Spilled output unavailable \(.*ENOENT\); showing the stored head preview$/m);
+    expect(text.stdout).toContain(
+      `Spilled output unavailable (missing: ${sidecar}: the session's sidecar folder ${path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs")} does not exist); showing the stored head preview`,
+    );
   });
 
   it("without --session uses the latest session of the current directory", async () => {

@@ -11,6 +11,7 @@ import { UsageError } from "../util/errors.js";
 export interface CommonOptions {
   json?: boolean;
   quiet?: boolean;
+  raw?: boolean;
 }
 
 /** Flags that feed the configuration (`--thinking` and `--no-chain` are declared by the commands that take them). */
@@ -27,11 +28,12 @@ export interface ExitState {
   code: number;
 }
 
-/** Add --json and --quiet to a command. */
+/** Add --json, --quiet and --raw to a command. */
 export function withCommonOptions(command: Command): Command {
   return command
     .addOption(new Option("--json", "print one JSON document on stdout (see README for the schema)"))
-    .addOption(new Option("-q, --quiet", "no warnings or progress on stderr"));
+    .addOption(new Option("-q, --quiet", "no warnings or progress on stderr"))
+    .addOption(new Option("--raw", "print stored text byte for byte even to a terminal (control sequences are escaped there by default)"));
 }
 
 /** commander collector for repeatable options. */

@@ -2,23 +2,84 @@
  * Where output goes (docs/design.md §2): data to stdout, progress and warnings to stderr; colors
  * only on a TTY (chalk honors NO_COLOR / FORCE_COLOR); spinners only on a TTY stderr and never
  * with --json; tables with cli-table3.
+ *
+ * Terminal safety (issue "Crash-proof and hostile-input-proof"): on a stream that is a terminal,
+ * and unless `--raw`, every control character a terminal would act on is shown escaped (`\e`,
+ * `\u009b`, …) — whatever its source: stored tool output, a file name, an error message. condense's
+ * own colours survive because the chalk instances given out here mark their escape sequences with
+ * a per-process random marker that no input can contain; only marked sequences are turned back into
+ * real ones. `--json` on a terminal escapes the characters `JSON.stringify` leaves raw (DEL, C1,
+ * U+2028/9, bidi controls) as `\uXXXX`, so the document parses to the same value. Pipes and files
+ * get the bytes exactly as stored.
  */
+import { randomBytes } from "node:crypto";
 import { Chalk, type ChalkInstance } from "chalk";
 import Table from "cli-table3";
 
 export interface OutputOptions {
   json?: boolean;
   quiet?: boolean;
+  /** Print stored bytes as they are, even to a terminal. */
+  raw?: boolean;
+}
+
+/** Characters a terminal acts on: C0 but tab and newline, a CR not before LF, DEL, C1, line/paragraph separators, bidi overrides. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]|\r(?!\n)/g;
+const NAMED: Record<string, string> = { "\x1b": "\\e", "\x07": "\\a", "\b": "\\b", "\f": "\\f", "\v": "\\v", "\0": "\\0", "\r": "\\r" };
+const hex4 = (ch: string) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`;
+
+/** Show control characters as escapes (`\e`, `\r`, `\u009b`); tab, newline and CRLF stay. */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROL, (ch) => NAMED[ch] ?? hex4(ch));
+}
+
+/** JSON text for a terminal: the characters JSON.stringify leaves raw become `\uXXXX` (still the same JSON value). */
+export function escapeJsonForTerminal(json: string): string {
+  return json.replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, hex4);
+}
+
+/**
+ * A chalk instance whose output marks its escape sequences with `marker` instead of ESC, and
+ * whose arguments are escaped first: after {@link Output}'s cleaning, only its sequences are real.
+ */
+function markedChalk(chalk: ChalkInstance, marker: string): ChalkInstance {
+  // The proxies stand on fresh targets: chalk caches builders as non-configurable properties,
+  // which a proxy over chalk itself could not replace.
+  const wrap = (real: object): object =>
+    new Proxy(() => undefined, {
+      get(_target, prop) {
+        const value = Reflect.get(real, prop);
+        return typeof value === "function" ? wrap(value) : value;
+      },
+      apply(_target, self, args: unknown[]) {
+        const result = Reflect.apply(
+          real as (...a: unknown[]) => unknown,
+          self,
+          args.map((a) => (typeof a === "string" ? escapeControls(a) : a)),
+        );
+        if (typeof result === "string") return result.replaceAll("\x1b[", marker);
+        return typeof result === "function" ? wrap(result) : result;
+      },
+    });
+  return wrap(chalk) as ChalkInstance;
 }
 
 /** Streams and switches shared by every command. */
 export class Output {
   readonly json: boolean;
   readonly quiet: boolean;
+  /** Stored bytes as they are, even on a terminal (`--raw`). */
+  readonly raw: boolean;
   /** Colors for stdout. */
   readonly c: ChalkInstance;
   /** Colors for stderr. */
   readonly ce: ChalkInstance;
+  /** Whether stdout / stderr get control characters escaped (a terminal, without --raw). */
+  readonly escapeOut: boolean;
+  readonly escapeErr: boolean;
+  /** Stands for ESC "[" in text styled by {@link c} / {@link ce} until it is written. */
+  private readonly marker = `\ue000${randomBytes(8).toString("hex")}[`;
 
   constructor(
     options: OutputOptions,
@@ -27,33 +88,49 @@ export class Output {
   ) {
     this.json = !!options.json;
     this.quiet = !!options.quiet;
-    this.c = new Chalk({ level: colorLevel(stdout) });
-    this.ce = new Chalk({ level: colorLevel(stderr) });
+    this.raw = !!options.raw;
+    this.escapeOut = !!stdout.isTTY && !this.raw;
+    this.escapeErr = !!stderr.isTTY && !this.raw;
+    const c = new Chalk({ level: colorLevel(stdout) });
+    const ce = new Chalk({ level: colorLevel(stderr) });
+    this.c = this.escapeOut ? markedChalk(c, this.marker) : c;
+    this.ce = this.escapeErr ? markedChalk(ce, this.marker) : ce;
+  }
+
+  /** Text as it may go to a stream: escaped on a terminal, with this Output's own styling made real. */
+  private clean(text: string, escaping: boolean): string {
+    return escaping ? escapeControls(text).replaceAll(this.marker, "\x1b[") : text;
   }
 
   /** Write data to stdout (a newline is added). */
   print(text: string): void {
-    this.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+    this.stdout.write(this.clean(text.endsWith("\n") ? text : `${text}\n`, this.escapeOut));
+  }
+
+  /** Write text to stdout exactly as given (no newline added; escaped on a terminal). */
+  write(text: string): void {
+    this.stdout.write(this.clean(text, this.escapeOut));
   }
 
   /** One JSON document on stdout. */
   printJson(value: unknown): void {
-    this.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    const json = `${JSON.stringify(value, null, 2)}\n`;
+    this.stdout.write(this.escapeOut ? escapeJsonForTerminal(json) : json);
   }
 
   /** A warning on stderr, unless --quiet. */
   warn(text: string): void {
-    if (!this.quiet) this.stderr.write(`${this.ce.yellow("warning:")} ${text}\n`);
+    if (!this.quiet) this.stderr.write(this.clean(`${this.ce.yellow("warning:")} ${text}\n`, this.escapeErr));
   }
 
   /** An informational line on stderr, unless --quiet or --json. */
   info(text: string): void {
-    if (!this.quiet && !this.json) this.stderr.write(`${text}\n`);
+    if (!this.quiet && !this.json) this.stderr.write(this.clean(`${text}\n`, this.escapeErr));
   }
 
   /** An error on stderr (always shown). */
   error(text: string): void {
-    this.stderr.write(`${this.ce.red("error:")} ${text}\n`);
+    this.stderr.write(this.clean(`${this.ce.red("error:")} ${text}\n`, this.escapeErr));
   }
 
   /**
@@ -66,15 +143,20 @@ export class Output {
     return new Spinner(text, this.stderr);
   }
 
-  /** A table rendered to a string; header cells are bold on a TTY. */
+  /**
+   * A table rendered to a string; header cells are bold on a TTY. On a terminal, cells are escaped
+   * before the layout (so widths are right) and this Output's styling is marked again after it.
+   */
   table(head: string[], rows: (string | number)[][], align?: ("left" | "right")[]): string {
+    const cell = (value: string): string => (this.escapeOut ? escapeControls(value).replaceAll(this.marker, "\x1b[") : value);
     const table = new Table({
-      head: head.map((h) => this.c.bold(h)),
+      head: head.map((h) => cell(this.c.bold(h))),
       style: { head: [], border: [], compact: true },
       ...(align ? { colAligns: align } : {}),
     });
-    for (const row of rows) table.push(row.map((cell) => (typeof cell === "number" ? cell.toLocaleString("en-US") : cell)));
-    return table.toString();
+    for (const row of rows) table.push(row.map((v) => (typeof v === "number" ? v.toLocaleString("en-US") : cell(v))));
+    const text = table.toString();
+    return this.escapeOut ? text.replaceAll("\x1b[", this.marker) : text;
   }
 }
 
@@ -93,7 +175,7 @@ export class Spinner {
   private current: string;
 
   constructor(text: string, stream: NodeJS.WritableStream) {
-    this.current = text;
+    this.current = escapeControls(text);
     void import("ora").then(({ default: ora }) => {
       if (this.stopped) return;
       // discardStdin off: ora's raw-mode stdin only turns Ctrl-C back into SIGINT while something reads
@@ -108,7 +190,7 @@ export class Spinner {
   }
 
   set text(value: string) {
-    this.current = value;
+    this.current = escapeControls(value);
     if (this.ora) this.ora.text = value;
   }
 

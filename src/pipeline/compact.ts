@@ -111,7 +111,10 @@ export async function compactSession(file: string, options: CompactSessionOption
     throw runtime.signal?.aborted ? interrupted() : error;
   });
   if (runtime.signal?.aborted) throw interrupted();
-  const write = plan.entry && !options.dryRun ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }) : null;
+  const write =
+    plan.entry && !options.dryRun
+      ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }, { op: "compact" })
+      : null;
   return compactReport(session, plan, {
     summarizer: summary.name,
     model: pi.model,

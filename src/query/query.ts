@@ -9,11 +9,12 @@
  *   alike, oldest first, each labelled `id@timestamp` (a legacy record without a result timestamp
  *   keeps the bare id and is flagged as legacy).
  */
-import { basename, dirname, isAbsolute, join, resolve } from "node:path";
+import { basename, join } from "node:path";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { parseOccurrenceKey } from "../context/vocabulary.js";
 import type { ToolCallRecord } from "../entries/types.js";
 import { blobsFolder } from "../prune/spill.js";
+import { SidecarRefused } from "../session/sidecars.js";
 import { truncateHead, truncationNotice, type HeadTruncation } from "./truncate.js";
 
 /** One occurrence a ref resolved to. */
@@ -118,20 +119,19 @@ export interface QueryBody {
 }
 
 /**
- * Where to look for a spilled record's sidecar, in order: its persisted `spillPath` (resolved
- * against the session's folder when relative), then the same file name in the session's current
- * blobs folder (the session and its blobs were moved together).
+ * Where a spilled record's sidecar may be read: only the file name of its `spillPath`, inside the
+ * session's own blobs folder next to the session's real path (a session moved with its folder
+ * keeps working; a path elsewhere never leads outside it). The reader (session/sidecars.ts
+ * `readSidecar`) checks the rest: a sidecar name, a regular file, no link, a size limit.
  */
 export function sidecarCandidates(spillPath: string, sessionPath: string, sessionId: string): string[] {
-  const first = isAbsolute(spillPath) ? spillPath : resolve(dirname(sessionPath), spillPath);
-  const moved = join(blobsFolder(sessionPath, sessionId), basename(spillPath));
-  return moved === first ? [first] : [first, moved];
+  return [join(blobsFolder(sessionPath, sessionId), basename(spillPath))];
 }
 
 /**
  * The full original output of a record: its `resultText`, or for a spilled record the first
  * readable sidecar candidate; when none can be read, the stored head preview.
- * @param readText reads a file as UTF-8; throws when it cannot
+ * @param readText reads a file as UTF-8; throws when it cannot ({@link SidecarRefused} for a refused path)
  */
 export function recordBody(record: ToolCallRecord, candidates: string[], readText: (path: string) => string): QueryBody {
   if (!record.spillPath) return { text: record.resultText ?? "", source: "record" };
@@ -140,7 +140,8 @@ export function recordBody(record: ToolCallRecord, candidates: string[], readTex
     try {
       return { text: readText(path), source: "sidecar", sidecarPath: path };
     } catch (e) {
-      error = `${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
+      error =
+        e instanceof SidecarRefused ? `${e.kind}: ${record.spillPath}: ${e.reason}` : `${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`;
     }
   }
   return { text: record.resultPreview ?? "", source: "preview", sidecarError: error };

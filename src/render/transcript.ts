@@ -93,8 +93,10 @@ export function formatTranscript(messages: AgentMessage[], c: ChalkInstance): st
           if (block?.type === "thinking") {
             const signed = block.thinkingSignature ? ", signed" : "";
             const redacted = (block as { redacted?: boolean }).redacted ? ", redacted" : "";
-            out.push(c.dim(`[thinking, ${block.thinking.length} chars${signed}${redacted}]`));
-            if (block.thinking) out.push(c.dim(indent(block.thinking, "  ")));
+            // A damaged file may hold a thinking block without its text: shown as 0 chars.
+            const thinking = typeof block.thinking === "string" ? block.thinking : "";
+            out.push(c.dim(`[thinking, ${thinking.length} chars${signed}${redacted}]`));
+            if (thinking) out.push(c.dim(indent(thinking, "  ")));
           } else if (block?.type === "toolCall") {
             const purged = isPurgedArguments(block.arguments);
             const head = `${c.yellow("→ call")} ${block.name} ${c.dim(block.id)}${purged ? ` ${c.cyan("[purged args]")}` : ""}`;

@@ -2,10 +2,10 @@
  * The write side of `run` and `compact` (docs/design.md §4, §5, §10): the checks before anything
  * is written (a session Pi may be writing, an `--output` that is not a new file), the migration of
  * a v1/v2 file that `--migrate` asks for (in place with its backup), and the commit of a planned
- * write — sidecars atomically first, then the entries in one locked append, or the original (or
- * migrated) bytes plus the entries into `--output`.
+ * write — the entries and their sidecars through the crash-safe locked append (writer.ts), or the
+ * sidecars and then the original (or migrated) bytes plus the entries into `--output`.
  */
-import { existsSync } from "node:fs";
+import { existsSync, realpathSync } from "node:fs";
 import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
@@ -14,7 +14,7 @@ import { parseSessionText } from "./reader.js";
 import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
 import type { SessionEntry } from "./types.js";
-import { appendEntries, assertUnchanged, serializeAppend, withSessionLock } from "./writer.js";
+import { appendEntries, assertUnchanged, describeError, serializeAppend, withSessionLock } from "./writer.js";
 
 /** Milliseconds within which a session whose leaf waits for tool results is taken as live (Pi running). */
 const LIVE_WINDOW_MS = 60_000;
@@ -94,7 +94,7 @@ export async function migrateSession(session: Session, options: { inPlace: boole
   if (existsSync(backup) && !options.force) throw new UsageError(`${path}: backup ${backup} already exists; use --force to overwrite it`);
   // Under the lock, and only if the file is still the one read: a concurrent writer (or a second
   // condense) must never turn the backup into anything but the original bytes.
-  await withSessionLock(path, async () => {
+  await withSessionLock(realpathSync(path), async () => {
     await assertUnchanged(session);
     const mode = (await stat(path)).mode & 0o7777;
     await copyFile(path, backup);
@@ -178,8 +178,9 @@ export interface RunWrite {
 }
 
 /**
- * Commit a planned run: sidecars first (atomically), then the entries — appended to the session
- * under its lock, or written with the original bytes to `output`.
+ * Commit a planned run: the entries and their sidecars appended to the session by the crash-safe
+ * locked append, or (sidecars first) written with the original bytes to `output`.
+ * @param options.op the command, recorded in the journal and the undo record (default `run`)
  * @param base the migrated bytes to start `output` from (instead of the file as read)
  * @returns where the entries went and how many bytes they took
  * @throws CondenseError (exit 1) for any failure, naming the session; nothing half-written
@@ -188,10 +189,13 @@ export async function commitRun(
   session: Session,
   write: RunWrite,
   target: { output?: string; base?: Buffer },
+  options: { op?: string } = {},
 ): Promise<{ written: string; bytesAppended: number }> {
   try {
+    if (!target.output) {
+      return { written: session.path, bytesAppended: await appendEntries(session, write.entries, { op: options.op ?? "run", sidecars: write.sidecars }) };
+    }
     for (const sidecar of write.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
-    if (!target.output) return { written: session.path, bytesAppended: await appendEntries(session, write.entries) };
     if (!target.base) await assertUnchanged(session);
     const original = target.base ?? (await readFile(session.path));
     if (!target.base && original.length !== session.size) {
@@ -202,6 +206,6 @@ export async function commitRun(
     return { written: target.output, bytesAppended: appended.length };
   } catch (error) {
     if (error instanceof CondenseError) throw error;
-    throw new CondenseError(`${session.path}: ${(error as Error).message}`, 1);
+    throw new CondenseError(`${session.path}: ${describeError(error as NodeJS.ErrnoException)}`, 1);
   }
 }

@@ -5,8 +5,12 @@
  * an empty file or one that is not JSONL is unusable for every command. Writing commands refuse
  * on any file problem, and on v1/v2 files unless migration was asked for (docs/design.md §4).
  */
-import { UsageError } from "../util/errors.js";
+import { existsSync, realpathSync } from "node:fs";
+import { CondenseError, UsageError } from "../util/errors.js";
+import { journalPath, readJournal, temporaryOf, undoPath } from "./journal.js";
+import { acquireSessionLock, FileLockedError } from "./lock.js";
 import type { ReadWarning } from "./reader.js";
+import { type Settled, settleJournal } from "./recover.js";
 import { loadSession, whereIs, type Session } from "./session.js";
 
 /**
@@ -16,13 +20,19 @@ import { loadSession, whereIs, type Session } from "./session.js";
  */
 export async function openSession(path: string, mode: "read" | "write"): Promise<Session> {
   let session: Session;
+  let interrupted: { settled?: Settled; readLimit?: number; note?: string } = {};
   try {
-    session = await loadSession(path);
+    interrupted = await settleOnOpen(path, mode);
+    session = await loadSession(path, { limit: interrupted.readLimit });
   } catch (error) {
+    if (error instanceof CondenseError) throw error;
     const e = error as NodeJS.ErrnoException;
-    const why = e.code === "ENOENT" ? "no such file" : e.code === "EISDIR" ? "is a directory" : e.message;
+    const why = e.code === "ENOENT" ? "no such file" : e.code === "EISDIR" ? "is a directory" : e.code === "ENOTREG" ? "not a regular file" : e.message;
     throw new UsageError(`${path}: cannot read: ${why}`);
   }
+  noteInterruptedWrite(session, interrupted);
+  const tooLong = session.problems.find((p) => p.kind === "line-too-long");
+  if (tooLong) throw new UsageError(`${path}: ${tooLong.message}`);
   const version = session.header?.version;
   if (typeof version === "number" && version > 3) {
     session.warnings.push({
@@ -45,9 +55,51 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
   return session;
 }
 
-/** One line per skipped line: `file:line (byte N): message: "excerpt"`. */
+/** One line per skipped line: `file:line (byte N): message: "excerpt"` (no excerpt when there is none). */
 export function formatWarning(w: ReadWarning): string {
-  return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}: ${JSON.stringify(w.excerpt)}`;
+  return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}${w.excerpt === "" ? "" : `: ${JSON.stringify(w.excerpt)}`}`;
+}
+
+/**
+ * Settle a write journal left beside the session by an interrupted condense (any command does
+ * this, under the lock). When a live condense holds the lock, a reader reads only the bytes before
+ * its write; a writer is refused.
+ * @throws FileLockedError (writers, while a live condense writes); CondenseError (exit 2) for a damaged journal
+ */
+async function settleOnOpen(path: string, mode: "read" | "write"): Promise<{ settled?: Settled; readLimit?: number; note?: string }> {
+  let real: string;
+  try {
+    real = realpathSync(path);
+  } catch {
+    return {}; // the read reports it
+  }
+  // A journal, a temporary of the journal or undo record, or a lock: something may need settling.
+  const marks = [journalPath(real), temporaryOf(journalPath(real)), temporaryOf(undoPath(real)), `${real}.lock`];
+  if (!marks.some((p) => existsSync(p))) return {};
+  let lock: Awaited<ReturnType<typeof acquireSessionLock>>;
+  try {
+    lock = await acquireSessionLock(real, "recover", mode === "write" ? 1_000 : 0);
+  } catch (error) {
+    if (mode === "write") throw error;
+    const journal = readJournal(real);
+    const why =
+      error instanceof FileLockedError ? "a condense write to it is in progress" : `its interrupted write cannot be settled here (${(error as Error).message})`;
+    return journal ? { readLimit: journal.preSize, note: `${why}; reading the session as it was before that write` } : {};
+  }
+  try {
+    return { settled: settleJournal(real) };
+  } finally {
+    await lock.release();
+  }
+}
+
+/** Tell the user what was settled (a warning at the offset of the write). */
+function noteInterruptedWrite(session: Session, found: { settled?: Settled; readLimit?: number; note?: string }): void {
+  const message = found.note ?? (found.settled && found.settled.state !== "none" ? found.settled.message : "");
+  if (!message) return;
+  const offset = found.readLimit ?? found.settled?.journal?.preSize ?? session.size;
+  const at = session.locations.find((l) => l.offset >= offset);
+  session.warnings.unshift({ kind: "interrupted-write", file: session.path, line: at?.line ?? session.lineCount + 1, offset, excerpt: "", message });
 }
 
 /**

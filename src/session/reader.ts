@@ -6,12 +6,13 @@
  * 1-based line number and byte offset. Malformed lines are skipped the way Pi's
  * `loadEntriesFromFile` skips them, and reported as warnings.
  */
+import { constants } from "node:fs";
 import { open } from "node:fs/promises";
 import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
 
 /** A line Pi would skip, with where it is. */
 export interface ReadWarning {
-  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header" | "newer-version";
+  kind: "malformed-line" | "glued-objects" | "not-an-object" | "truncated-final-line" | "duplicate-header" | "newer-version" | "interrupted-write" | "too-deep";
   file: string;
   line: number;
   /** Byte offset of the line start. */
@@ -26,7 +27,7 @@ export interface ReadWarning {
  * `truncated-final-line`; writing commands refuse on any problem.
  */
 export interface ReadProblem {
-  kind: "empty" | "not-jsonl" | "missing-header" | "truncated-final-line";
+  kind: "empty" | "not-jsonl" | "missing-header" | "truncated-final-line" | "line-too-long" | "too-deep";
   message: string;
 }
 
@@ -57,47 +58,101 @@ function excerptOf(text: string): string {
   return flat.length > EXCERPT_CHARS ? `${flat.slice(0, EXCERPT_CHARS)}…` : flat;
 }
 
+/** Longest line read (bytes): 256 MiB, or `CONDENSE_MAX_LINE_BYTES` (tests). Below V8's 512 MiB string limit. */
+export function maxLineBytes(env: NodeJS.ProcessEnv = process.env): number {
+  const n = Number(env.CONDENSE_MAX_LINE_BYTES);
+  return Number.isSafeInteger(n) && n > 0 ? n : 256 * 1024 * 1024;
+}
+
+/** A line under construction across chunks: its pieces are joined once, at its newline. */
+class PendingLine {
+  parts: Buffer[] = [];
+  length = 0;
+  start = 0;
+
+  add(piece: Buffer, start: number): void {
+    if (this.length === 0) this.start = start;
+    this.parts.push(Buffer.from(piece));
+    this.length += piece.length;
+  }
+
+  take(last: Buffer): Buffer {
+    const whole = this.parts.length === 0 ? last : Buffer.concat([...this.parts, last], this.length + last.length);
+    this.parts = [];
+    this.length = 0;
+    return whole;
+  }
+}
+
+/** Thrown inside the read loop when a line is longer than the limit. */
+class LineTooLong {
+  constructor(readonly offset: number) {}
+}
+
 /**
- * Read and parse a session file.
+ * Read and parse a session file, with bounded memory: a line longer than {@link maxLineBytes} is
+ * never held whole; reading stops there with a `line-too-long` problem naming its line and offset.
  *
- * @param path file to read
+ * @param path file to read (a regular file: a FIFO or device is refused without blocking)
+ * @param options.limit read only the first `limit` bytes (a write in progress beyond them)
  * @returns header, entries with locations, per-line warnings and whole-file problems
- * @throws NodeJS.ErrnoException when the file cannot be opened or read (ENOENT, EISDIR, EACCES)
+ * @throws NodeJS.ErrnoException when the file cannot be opened or read (ENOENT, EISDIR, EACCES;
+ *   code `ENOTREG` for something that is not a regular file)
  */
-export async function readSessionFile(path: string): Promise<RawSession> {
-  const handle = await open(path, "r");
+export async function readSessionFile(path: string, options: { limit?: number } = {}): Promise<RawSession> {
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
     const stats = await handle.stat();
+    if (stats.isDirectory()) throw Object.assign(new Error("is a directory"), { code: "EISDIR" });
+    if (!stats.isFile()) throw Object.assign(new Error("not a regular file"), { code: "ENOTREG" });
+    const size = Math.min(stats.size, options.limit ?? Number.POSITIVE_INFINITY);
     const parser = new LineParser(path);
+    const max = maxLineBytes();
     const buffer = Buffer.allocUnsafe(CHUNK_BYTES);
-    let carry: Buffer | null = null;
-    let fileOffset = 0; // byte offset of buffer[0] (or of carry[0] when carrying)
+    const pending = new PendingLine();
+    let fileOffset = 0; // byte offset of buffer[0]
     let lastByte = -1;
-    for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null);
-      if (bytesRead === 0) break;
-      lastByte = buffer[bytesRead - 1];
-      let chunk = buffer.subarray(0, bytesRead);
-      let chunkStart = fileOffset;
-      if (carry) {
-        chunk = Buffer.concat([carry, chunk]);
-        chunkStart = fileOffset - carry.length;
-        carry = null;
+    try {
+      while (fileOffset < size) {
+        const { bytesRead } = await handle.read(buffer, 0, Math.min(buffer.length, size - fileOffset), fileOffset);
+        if (bytesRead === 0) break;
+        lastByte = buffer[bytesRead - 1];
+        splitChunk(buffer.subarray(0, bytesRead), fileOffset, pending, parser, max);
+        fileOffset += bytesRead;
       }
-      let lineStart = 0;
-      let nl = chunk.indexOf(10, lineStart);
-      while (nl !== -1) {
-        parser.line(chunk, lineStart, nl, chunkStart + lineStart, true);
-        lineStart = nl + 1;
-        nl = chunk.indexOf(10, lineStart);
-      }
-      if (lineStart < chunk.length) carry = Buffer.from(chunk.subarray(lineStart));
-      fileOffset += bytesRead;
+    } catch (error) {
+      if (!(error instanceof LineTooLong)) throw error;
+      return parser.tooLong(error.offset, max, stats.size, stats.mtimeMs);
     }
-    if (carry && carry.length > 0) parser.line(carry, 0, carry.length, fileOffset - carry.length, false);
-    return parser.finish(stats.size, stats.mtimeMs, stats.size === 0 || lastByte === 10);
+    if (pending.length > 0) {
+      const start = pending.start;
+      const line = pending.take(Buffer.alloc(0));
+      parser.line(line, 0, line.length, start, false);
+    }
+    return parser.finish(fileOffset, stats.mtimeMs, fileOffset === 0 || lastByte === 10);
   } finally {
     await handle.close();
+  }
+}
+
+/** Feed the complete lines of one chunk to the parser; keep the unterminated rest pending. */
+function splitChunk(chunk: Buffer, chunkStart: number, pending: PendingLine, parser: LineParser, max: number): void {
+  let lineStart = 0;
+  for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, lineStart)) {
+    const start = pending.length > 0 ? pending.start : chunkStart + lineStart;
+    if (pending.length + nl - lineStart > max) throw new LineTooLong(start);
+    if (pending.length > 0) {
+      const line = pending.take(chunk.subarray(lineStart, nl));
+      parser.line(line, 0, line.length, start, true);
+    } else {
+      parser.line(chunk, lineStart, nl, start, true);
+    }
+    lineStart = nl + 1;
+  }
+  if (lineStart < chunk.length) {
+    const start = pending.length > 0 ? pending.start : chunkStart + lineStart;
+    if (pending.length + chunk.length - lineStart > max) throw new LineTooLong(start);
+    pending.add(chunk.subarray(lineStart), chunkStart + lineStart);
   }
 }
 
@@ -130,6 +185,7 @@ class LineParser {
   nonBlank = 0;
   parsed = 0;
   truncatedFinal = false;
+  tooDeep = false;
 
   constructor(readonly path: string) {}
 
@@ -153,6 +209,11 @@ class LineParser {
         this.firstValue = { line: this.lineNo, what: `a JSON ${Array.isArray(value) ? "array" : typeof value}` };
       }
       this.warn("not-an-object", offset, text, "line is valid JSON but not an object; skipped");
+      return;
+    }
+    if (end - start > 2 * MAX_DEPTH && nestedDeeperThan(buf, start, end, MAX_DEPTH)) {
+      this.tooDeep = true;
+      this.warn("too-deep", offset, text, `the line nests JSON more than ${MAX_DEPTH} levels deep; condense skips it (it would exhaust the stack)`);
       return;
     }
     this.parsed++;
@@ -194,6 +255,20 @@ class LineParser {
     this.warnings.push({ kind, file: this.path, line: this.lineNo, offset, excerpt: excerptOf(text), message });
   }
 
+  /** The result when reading stopped at a line over the limit: that one problem, nothing else usable. */
+  tooLong(offset: number, max: number, size: number, mtimeMs: number): RawSession {
+    const raw = this.finish(size, mtimeMs, true);
+    raw.problems = [
+      {
+        kind: "line-too-long",
+        message:
+          `line ${this.lineNo + 1} (byte ${offset}) is longer than ${max.toLocaleString("en-US")} bytes; ` +
+          "condense does not read lines that long (Pi cannot load lines over 512 MiB either)",
+      },
+    ];
+    return raw;
+  }
+
   finish(size: number, mtimeMs: number, endsWithNewline: boolean): RawSession {
     const problems: ReadProblem[] = [];
     if (size === 0 || this.nonBlank === 0) {
@@ -214,6 +289,9 @@ class LineParser {
             `should be {"type":"session","id",...}; Pi refuses to open such a file`,
       });
     }
+    if (this.tooDeep) {
+      problems.push({ kind: "too-deep", message: `a line nests JSON more than ${MAX_DEPTH} levels deep (skipped here, but Pi reads it)` });
+    }
     if (this.truncatedFinal) {
       problems.push({
         kind: "truncated-final-line",
@@ -233,6 +311,38 @@ class LineParser {
       lineCount: this.lineNo,
     };
   }
+}
+
+/** Deepest JSON nesting condense processes; real sessions stay far below (tool arguments: tens). */
+const MAX_DEPTH = 1000;
+
+/**
+ * True when the JSON in `buf[start, end)` (already parsed: well-formed) nests arrays/objects more
+ * than `limit` deep. Strings are skipped with native searches, so the cost is in the structure.
+ */
+function nestedDeeperThan(buf: Buffer, start: number, end: number, limit: number): boolean {
+  let depth = 0;
+  for (let i = start; i < end; i++) {
+    const b = buf[i];
+    if (b === 0x22) {
+      let j = buf.indexOf(0x22, i + 1);
+      while (j !== -1 && j < end && isEscaped(buf, j)) j = buf.indexOf(0x22, j + 1);
+      if (j === -1 || j >= end) return false;
+      i = j;
+    } else if (b === 0x5b || b === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (b === 0x5d || b === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+/** The quote at `at` is escaped when an odd number of backslashes precede it. */
+function isEscaped(buf: Buffer, at: number): boolean {
+  let n = 0;
+  for (let k = at - 1; buf[k] === 0x5c; k--) n++;
+  return n % 2 === 1;
 }
 
 /** True when the text splits at a `}{` boundary into two parseable JSON objects. */

@@ -24,11 +24,11 @@ export interface Session extends RawSession {
 }
 
 /**
- * Read, migrate (in memory) and index a session file.
+ * Read, migrate (in memory) and index a session file (`options.limit`: only its first bytes).
  * @throws NodeJS.ErrnoException when the file cannot be read
  */
-export async function loadSession(path: string): Promise<Session> {
-  return buildSession(await readSessionFile(path));
+export async function loadSession(path: string, options: { limit?: number } = {}): Promise<Session> {
+  return buildSession(await readSessionFile(path, options));
 }
 
 /** Index an already-parsed file (see {@link loadSession}). */

@@ -2,16 +2,41 @@
  * Appending entries to a session file: the only place condense writes to a session.
  *
  * Rules (issue "Foundations", docs/design.md §5): new entries go after the current leaf, each the
- * child of the one before; one write on a file opened for appending, then fsync; a lock first
- * (`proper-lockfile`); nothing is written when the file changed since it was read (size or mtime);
- * a missing final newline is added first, as Pi does on open; existing bytes are never changed —
- * on a failed write the file is truncated back to its original size.
+ * child of the one before; a missing final newline is added first, as Pi does on open; existing
+ * bytes are never changed. The commit protocol (ARCHITECTURE.md "The commit protocol"): under the
+ * session's lock, settle any journal left by a crash; check the file is still the one read (size,
+ * mtime, inode); write the journal durably; write the sidecars atomically; open the file for
+ * appending without O_CREAT and write every byte with one `fs.writeSync` call; fsync; a short or failed write,
+ * or another writer's bytes found next to ours, is settled by the same code that settles a crash
+ * (session/recover.ts: only condense's own bytes are removed); a complete write turns the journal
+ * into an undo record.
  */
 import { createHash } from "node:crypto";
-import { open, stat } from "node:fs/promises";
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, readSync, realpathSync, statSync, writeSync } from "node:fs";
+import { stat } from "node:fs/promises";
+import { hostname } from "node:os";
+import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
+import { faultAppendLimit, faultKill, faultPoint } from "./fault.js";
+import {
+  commitJournal,
+  fsyncDir,
+  type JournalRecord,
+  journalPath,
+  lineTable,
+  newWriteId,
+  removeJournal,
+  type SidecarRecord,
+  sha256Hex,
+  writeDurable,
+} from "./journal.js";
+import { FileLockedError, type SessionLock, withSessionLock } from "./lock.js";
+import { removeCreatedSidecars, settleJournal } from "./recover.js";
 import type { Session } from "./session.js";
+import { removeDeadTemporaries, writeFileAtomic } from "./sidecars.js";
 import type { NewEntry, SessionEntry, SessionEntryBase } from "./types.js";
+
+export { FileLockedError, withSessionLock };
 
 /** Thrown when the file changed between read and write; nothing was written (exit 1). */
 export class FileChangedError extends CondenseError {
@@ -25,29 +50,20 @@ export class FileChangedError extends CondenseError {
 }
 
 /**
- * Thrown when another writer appended between the check and the write: both appends are in the
- * file, so nothing is undone (exit 1).
+ * Thrown when another writer (Pi) appended while condense wrote: condense removed its own bytes (the
+ * other writer's entries stay, theirs the leaf), so nothing was written (exit 1).
  */
 export class ConcurrentAppendError extends CondenseError {
   constructor(
     readonly path: string,
-    expected: number,
-    found: number,
+    removedBytes: number,
   ) {
     super(
-      `${path}: another writer appended while condense wrote (expected ${expected} bytes, found ${found}); ` +
-        "both appends are in the file and condense's entries may not be on the active branch — run `condense render` to check",
+      `${path}: another writer (Pi?) appended to the session while condense wrote; condense removed its own ${removedBytes} bytes, ` +
+        "so the other writer's entries stay and theirs is the leaf; nothing was written — run again once the session is idle",
       1,
     );
     this.name = "ConcurrentAppendError";
-  }
-}
-
-/** Thrown when another process holds the session's lock; nothing was written (exit 1). */
-export class FileLockedError extends CondenseError {
-  constructor(readonly path: string) {
-    super(`${path} is locked by another process (is Pi or another condense writing it?); nothing was written`, 1);
-    this.name = "FileLockedError";
   }
 }
 
@@ -113,17 +129,26 @@ export function serializeAppend(session: Pick<Session, "endsWithNewline">, entri
 }
 
 export interface AppendOptions {
-  /** Called after the lock is taken and the file checked, right before writing (tests inject crashes here). */
+  /** Called under the lock, after the journal and sidecars are written, right before the append (tests inject crashes here). */
   beforeWrite?: () => void | Promise<void>;
+  /** The command writing (`run`, `compact`, …), kept in the journal and the undo record. */
+  op?: string;
+  /** Sidecar files the entries point at, written (atomically, under the lock) before the append. */
+  sidecars?: { path: string; text: string }[];
+  /** Tests make another writer race the append here: after the last check / right after the write. */
+  race?: { beforeAppend?: () => void; afterAppend?: () => void };
 }
 
 /**
- * Append entries to the session file under a lock.
+ * Append entries (and write their sidecars) under the session's lock, crash-safely (see the
+ * module comment).
  *
- * @returns the number of bytes written (0 when `entries` is empty: nothing is touched)
- * @throws FileChangedError when size or mtime differ from what was read
- * @throws FileLockedError when another writer holds the lock
- * @throws NodeJS.ErrnoException on I/O failure (the file is truncated back to its original size)
+ * @returns the number of bytes appended (0 when `entries` is empty: nothing is touched)
+ * @throws FileChangedError when size, mtime or inode differ from what was read (nothing written)
+ * @throws FileLockedError when a live process holds the lock
+ * @throws ConcurrentAppendError when another writer appended meanwhile (condense's bytes removed)
+ * @throws CondenseError (exit 1) when the write failed (disk full, file-size limit, I/O error): the
+ *   file is back to its original bytes, the sidecars this write created are removed
  */
 export async function appendEntries(
   session: Pick<Session, "path" | "size" | "mtimeMs" | "endsWithNewline">,
@@ -131,57 +156,205 @@ export async function appendEntries(
   options: AppendOptions = {},
 ): Promise<number> {
   if (entries.length === 0) return 0;
-  return withSessionLock(session.path, async () => {
-    await assertUnchanged(session);
-    const bytes = Buffer.from(serializeAppend(session, entries), "utf8");
-    await options.beforeWrite?.();
-    const handle = await open(session.path, "a");
+  const real = realpathSync(session.path);
+  return withSessionLock(real, (lock) => commitAppend({ ...session, path: real }, entries, options, lock), options.op ?? "run");
+}
+
+/** The append as bytes, one buffer per line (the repair newline first when needed). */
+function appendParts(session: Pick<Session, "endsWithNewline">, entries: SessionEntry[]): { parts: Buffer[]; ids: (string | null)[] } {
+  const parts = entries.map((e) => Buffer.from(`${JSON.stringify(e)}\n`, "utf8"));
+  const ids: (string | null)[] = entries.map((e) => e.id);
+  if (!session.endsWithNewline) {
+    parts.unshift(Buffer.from("\n"));
+    ids.unshift(null);
+  }
+  return { parts, ids };
+}
+
+/** Which sidecars to write: a file already there with the same bytes is kept (not created); other bytes → refused. */
+function planSidecars(sidecars: { path: string; text: string }[]): { records: SidecarRecord[]; toWrite: { path: string; bytes: Buffer }[] } {
+  const records: SidecarRecord[] = [];
+  const toWrite: { path: string; bytes: Buffer }[] = [];
+  for (const s of sidecars) {
+    const bytes = Buffer.from(s.text, "utf8");
+    let existing: Buffer | null = null;
     try {
-      try {
-        // A short write (disk full, file-size limit) is not an error in Node: keep writing until
-        // every byte is out, and treat a write that makes no progress as a failure.
-        let written = 0;
-        while (written < bytes.length) {
-          const { bytesWritten } = await handle.write(bytes, written, bytes.length - written);
-          if (bytesWritten <= 0) throw Object.assign(new Error("no space left: the write made no progress"), { code: "ENOSPC" });
-          written += bytesWritten;
-        }
-        await handle.sync();
-        const after = await handle.stat();
-        if (after.size !== session.size + bytes.length) {
-          // Someone appended between our check and our write: their bytes and ours are both in the
-          // file now, so truncating would destroy theirs. Say so instead.
-          throw new ConcurrentAppendError(session.path, session.size + bytes.length, after.size);
-        }
-      } catch (error) {
-        if (!(error instanceof ConcurrentAppendError)) await handle.truncate(session.size).catch(() => undefined);
-        throw error;
-      }
-    } finally {
-      await handle.close();
+      existing = readFileSync(s.path);
+    } catch {
+      existing = null;
     }
-    return bytes.length;
-  });
+    if (existing && !existing.equals(bytes)) {
+      throw new CondenseError(`${s.path} already exists with other content; condense does not replace it — nothing was written`, 1);
+    }
+    records.push({ path: s.path, created: !existing, bytes: bytes.length, sha256: sha256Hex(bytes) });
+    if (!existing) toWrite.push({ path: s.path, bytes });
+  }
+  return { records, toWrite };
+}
+
+function tailHash(path: string, size: number): string {
+  const fd = openSync(path, "r");
+  try {
+    const start = Math.max(0, size - 4096);
+    const buf = Buffer.alloc(size - start);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, start + off);
+      if (n === 0) break;
+      off += n;
+    }
+    return sha256Hex(buf.subarray(0, off));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function commitAppend(
+  session: Pick<Session, "path" | "size" | "mtimeMs" | "endsWithNewline">,
+  entries: SessionEntry[],
+  options: AppendOptions,
+  lock: SessionLock,
+): Promise<number> {
+  faultPoint("lock-held");
+  settleJournal(session.path);
+  await assertUnchanged(session);
+  const { parts, ids } = appendParts(session, entries);
+  const bytes = Buffer.concat(parts);
+  const st = statSync(session.path);
+  const plan = planSidecars(options.sidecars ?? []);
+  const journal: JournalRecord = {
+    format: "condense-journal",
+    v: 1,
+    writeId: newWriteId(),
+    op: options.op ?? "run",
+    session: session.path,
+    dev: st.dev,
+    ino: st.ino,
+    preSize: session.size,
+    preTailSha256: tailHash(session.path, session.size),
+    length: bytes.length,
+    sha256: sha256Hex(bytes),
+    lines: lineTable(parts, ids),
+    sidecars: plan.records,
+    owner: { pid: process.pid, host: hostname() },
+    startedAt: new Date().toISOString(),
+  };
+  try {
+    writeDurable(journalPath(session.path), JSON.stringify(journal), () => faultPoint("journal-tmp"));
+  } catch (error) {
+    throw new CondenseError(
+      `${session.path}: cannot write ${journalPath(session.path)}: ${describeError(error as NodeJS.ErrnoException)}; nothing was written`,
+      1,
+    );
+  }
+  faultPoint("journal");
+  try {
+    await writeSidecars(plan.toWrite);
+    await options.beforeWrite?.();
+    lock.assertHeld();
+    await assertUnchanged(session);
+  } catch (error) {
+    abandon(session.path, journal);
+    throw error;
+  }
+  return appendBytes(session.path, journal, bytes, options.race);
+}
+
+/** Undo a write that never appended a byte: its created sidecars and its journal go; the file is not touched. */
+function abandon(path: string, journal: JournalRecord): void {
+  removeCreatedSidecars(path, journal.sidecars);
+  removeJournal(path);
+}
+
+async function writeSidecars(files: { path: string; bytes: Buffer }[]): Promise<void> {
+  const folders = new Set(files.map((f) => dirname(f.path)));
+  for (const folder of folders) removeDeadTemporaries(folder, ".");
+  for (const [i, f] of files.entries()) {
+    await writeFileAtomic(f.path, f.bytes);
+    faultPoint(`sidecars:${i}`);
+  }
+  for (const folder of folders) fsyncDir(folder);
+}
+
+/** A failed write's cause in words (disk full, size limit, quota), else the system's message. */
+export function describeError(error: NodeJS.ErrnoException | null): string {
+  const code = error?.code;
+  if (code === "EFBIG") return "the file size limit (ulimit -f) was reached";
+  if (code === "ENOSPC") return "no space left on the device";
+  if (code === "EDQUOT") return "the disk quota is exceeded";
+  return error ? error.message : "the write stopped short (disk full or the file size limit)";
+}
+
+function writeFailure(error: NodeJS.ErrnoException | null, written: number, length: number): string {
+  return `${describeError(error)} after ${written} of ${length} bytes`;
 }
 
 /**
- * Run `work` while holding the session file's lock (`proper-lockfile`, a `<file>.lock` folder).
- * @throws FileLockedError when another writer holds it
+ * Steps 7–10 of the protocol: one `fs.writeSync` of every byte on a descriptor opened for appending
+ * (never creating the file), fsync, then commit — or settle what is there.
  */
-export async function withSessionLock<T>(path: string, work: () => Promise<T>): Promise<T> {
-  let release: () => Promise<void>;
+function appendBytes(path: string, journal: JournalRecord, bytes: Buffer, race: AppendOptions["race"] = {}): number {
+  let fd: number;
   try {
-    const { default: lockfile } = await import("proper-lockfile");
-    release = await lockfile.lock(path, { retries: { retries: 5, minTimeout: 50, maxTimeout: 500 }, stale: 30_000 });
+    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ELOCKED") throw new FileLockedError(path);
+    abandon(path, journal);
+    throw new FileChangedError(path, `cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  if (fstatSync(fd).ino !== journal.ino) {
+    closeSync(fd);
+    abandon(path, journal);
+    throw new FileChangedError(path, "replaced by another file");
+  }
+  let written = 0;
+  let failure: NodeJS.ErrnoException | null = null;
+  let size = -1;
+  try {
+    const cut = faultAppendLimit();
+    if (cut >= 0) {
+      writeSync(fd, bytes, 0, Math.min(cut, bytes.length));
+      faultKill();
+    }
+    race.beforeAppend?.();
+    try {
+      written = writeSync(fd, bytes, 0, bytes.length);
+      race.afterAppend?.();
+      faultPoint("appended");
+      if (written === bytes.length) fsyncSync(fd);
+      faultPoint("fsynced");
+    } catch (error) {
+      failure = error as NodeJS.ErrnoException;
+    }
+    size = fstatSync(fd).size;
+  } catch (error) {
+    closeSync(fd);
+    settleJournal(path, journal);
     throw error;
   }
-  try {
-    return await work();
-  } finally {
-    await release();
+  closeSync(fd);
+  return settleAppend(path, journal, { written, failure, size });
+}
+
+function settleAppend(path: string, journal: JournalRecord, r: { written: number; failure: NodeJS.ErrnoException | null; size: number }): number {
+  const ok = !r.failure && r.written === journal.length;
+  if (ok && r.size === journal.preSize + journal.length) {
+    commitJournalNow(journal);
+    return journal.length;
   }
+  const settled = settleJournal(path, journal, { failed: !ok });
+  if (settled.state === "committed") return journal.length;
+  if (!ok) {
+    throw new CondenseError(
+      `${path}: ${writeFailure(r.failure, r.written, journal.length)}; condense removed what it wrote — the file is as before, nothing was written`,
+      1,
+    );
+  }
+  throw new ConcurrentAppendError(path, settled.removedBytes);
+}
+
+function commitJournalNow(journal: JournalRecord): void {
+  commitJournal(journal);
+  faultPoint("committed");
 }
 
 /**

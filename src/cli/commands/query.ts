@@ -6,12 +6,14 @@
  * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
  * printed.
  */
-import { readFileSync } from "node:fs";
+import { realpathSync } from "node:fs";
 import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
+import { blobsFolder } from "../../prune/spill.js";
 import { formatQueryBlock, formatToolResult, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
+import { readSidecar } from "../../session/sidecars.js";
 import { UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
@@ -42,14 +44,17 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     const indexer = ToolCallIndexer.fromBranch(session.branch);
-    const readText = (path: string) => readFileSync(path, "utf8");
+    // Sidecars only from the session's own blobs folder, next to its real path.
+    const real = realpathSync(session.path);
+    const folder = blobsFolder(real, session.id);
+    const readText = (path: string) => readSidecar(folder, path);
     const full = !!options.full;
 
     // --format tool: the text the extension's context_tree_query tool returns for these refs.
     if (options.format === "tool") {
       if (options.json) throw new UsageError("--format tool prints the tool's text; it cannot be combined with --json");
       const { text, unknown } = formatToolResult(indexer, refs, readText, full);
-      out.stdout.write(`${text}\n`); // the tool's text exactly, plus one newline
+      out.write(`${text}\n`); // the tool's text exactly, plus one newline (control characters escaped on a terminal)
       for (const ref of unknown) out.error(`unknown ref ${ref}: not in this session's pruner index`);
       if (unknown.length > 0) exit.code = 1;
       return;
@@ -65,7 +70,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, session.path, session.id) : [];
+        const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, real, session.id) : [];
         const body = recordBody(hit.record, candidates, readText);
         const output = shownOutput(body.text, full);
         if (options.json) {
@@ -92,7 +97,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     }
     if (options.json) out.printJson({ session: session.path, results, unknown });
     // Always one newline after the last block, so an output's own final newline survives (byte-exact).
-    else if (blocks.length > 0) out.stdout.write(`${blocks.join("\n\n")}\n`);
+    else if (blocks.length > 0) out.write(`${blocks.join("\n\n")}\n`);
     for (const u of unknown) out.error(`unknown ref ${u.ref}: ${u.reason}`);
     if (unknown.length > 0) exit.code = 1;
   });
