@@ -120,9 +120,9 @@ describe("every stub and chain block names a condense query command that prints 
           .filter((w) => /^t\d+$/.test(w));
         // The output each ref must print: for a stub, the result it stands in for; for a chain block,
         // the stored occurrence the ref names (which the original sent).
-        const stored: string[][] = JSON.parse(bash(`${command} --json`).stdout).results.map((r: { ref: string; key: string }) => [r.ref, r.key]);
-        expect(stored.map(([ref]) => ref)).toEqual(refs);
-        const keys = n.kind === "stub" ? [[refs[0], `${n.message.toolCallId}@${n.message.timestamp}`]] : stored;
+        const storedKeys = () => JSON.parse(bash(`${command} --json`).stdout).results.map((r: { ref: string; key: string }) => [r.ref, r.key]) as string[][];
+        const keys = n.kind === "stub" ? [[refs[0], `${n.message.toolCallId}@${n.message.timestamp}`]] : storedKeys();
+        expect(keys.map(([ref]) => ref)).toEqual(refs);
         for (const [ref, key] of keys) expect(originalOutputs.has(key), `${ref} names ${key}, which the original sent`).toBe(true);
         for (const sessionFile of inPiFolder ? [undefined, file] : [undefined]) {
           const r = bash(command, sessionFile);
