@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FIXTURES, importPiCompaction, makeTempDir } from "./helpers.js";
 import { makeAgentDir, oracleAvailable } from "./extension-oracle/client.js";
 import { CYCLE, EMPTY, emptyFigures, PI_REFUSES, STILL_WRITTEN } from "./extension-oracle/cases.js";
-import { expectNative, type Figure, pct, reductionTable } from "./native-mode/checks.js";
+import { expectNative, type Figure, pct, reductionTable, unansweredResults, unrecoverableResults } from "./native-mode/checks.js";
 import { type NativeSession, prepareNativeSuite } from "./native-mode/suite.js";
 
 const present = oracleAvailable();
@@ -41,6 +41,35 @@ describe.skipIf(!present)("native mode: stock Pi sends the pruned context (fixtu
       figures.push(expectNative(name, suite.get(name)!, estimateTokens, oracle));
     });
   }
+
+  it("query recovers every output a context edit replaced, but results no call answers and protected outputs kept in their chain's block", async () => {
+    const missing: Record<string, string[]> = {};
+    for (const name of files.filter((f) => !excluded.has(f))) {
+      const s = suite.get(name)!;
+      const keys = await unrecoverableResults(s.case.after!.piFile);
+      if (keys.length > 0) missing[name] = keys;
+      const orphans = new Set(unansweredResults(s.pi[0].piOnly));
+      const blocks = (s.pi[1].piOnly as { content?: { text?: string }[] }[])
+        .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+        .map((b) => b?.text ?? "");
+      for (const key of keys) {
+        const id = key.slice(0, key.lastIndexOf("@"));
+        const original = (s.pi[0].piOnly as { role: string; toolCallId?: string; timestamp?: number; content: { text?: string }[] }[]).find(
+          (m) => m.role === "toolResult" && `${m.toolCallId}@${m.timestamp}` === key,
+        );
+        const relocated = original !== undefined && blocks.some((t) => t.includes(`\n${original.content[0]?.text}\n</protected-output>`));
+        expect(orphans.has(id) || relocated, `${name}: ${key}`).toBe(true);
+      }
+    }
+    expect(Object.keys(missing)).toEqual([
+      "custom-message-between-call-and-result.jsonl", // a custom message between call and result: the sweep's orphan
+      "diagnostics-shapes.jsonl",
+      "duplicate-call-id-in-one-message.jsonl", // a second result for one call
+      "native-mode-shapes.jsonl",
+      "protected-chains.jsonl", // relocated verbatim into its chain's block
+      "tool-result-without-call.jsonl",
+    ]);
+  });
 
   it("excluded: what Pi cannot use, and what condense refuses to write to", () => {
     for (const [name, reason] of Object.entries(PI_REFUSES)) {

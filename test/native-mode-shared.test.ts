@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHARED_SESSIONS, importPiCompaction, makeTempDir } from "./helpers.js";
 import { makeAgentDir, oracleAvailable } from "./extension-oracle/client.js";
 import { emptyFigures, HEADERLESS, sharedSessionFiles } from "./extension-oracle/cases.js";
-import { expectNative, type Figure, pct, reductionTable } from "./native-mode/checks.js";
+import { expectNative, type Figure, pct, reductionTable, unansweredResults, unrecoverableResults } from "./native-mode/checks.js";
 import { type NativeSession, prepareNativeSuite } from "./native-mode/suite.js";
 
 const present = existsSync(SHARED_SESSIONS) && oracleAvailable();
@@ -54,6 +54,17 @@ describe.skipIf(!present)("native mode: stock Pi sends the pruned context (share
       figures.push(expectNative(name, suite.get(name)!, estimateTokens, oracle));
     });
   }
+
+  it("query recovers every output a context edit replaced, but the results no call answers (gjc-02: 3 whose calls sat on its broken line)", async () => {
+    const missing: Record<string, number> = {};
+    for (const name of files.filter((f) => f !== HEADERLESS)) {
+      const n = (await unrecoverableResults(suite.get(name)!.case.after!.piFile)).length;
+      if (n > 0) missing[name] = n;
+    }
+    expect(missing).toEqual({ "gjc-02-inline-agent-design.v3.jsonl": 3 });
+    // They are the three results the original's projection holds without a call before them.
+    expect(unansweredResults(suite.get("gjc-02-inline-agent-design.v3.jsonl")!.pi[0].piOnly)).toHaveLength(3);
+  });
 
   it(`${HEADERLESS}: excluded — Pi cannot open a file without a header, and condense refuses to run on it`, () => {
     const s = suite.get(HEADERLESS)!;

@@ -14,6 +14,10 @@
 import { readFileSync } from "node:fs";
 import { transformMessages } from "@earendil-works/pi-ai/api/transform-messages";
 import { expect } from "vitest";
+import { ownContextEditIds } from "../../src/entries/read.js";
+import { ToolCallIndexer } from "../../src/prune/indexer.js";
+import { lookupRef } from "../../src/query/query.js";
+import { loadSession } from "../../src/session/session.js";
 import { compareState, type Figures } from "../extension-oracle/cases.js";
 import { type NativeSession, toolCallsInFile } from "./suite.js";
 
@@ -120,6 +124,27 @@ export function summaryTexts(fileText: string): string[] {
     }
   }
   return out;
+}
+
+/**
+ * Tool results a context edit condense wrote replaced (stubbed or omitted) whose original output
+ * `condense query <id@timestamp>` cannot print: not in the index. (Results no call answers are
+ * omitted without ever being indexed — the extension drops them too.)
+ */
+export async function unrecoverableResults(file: string): Promise<string[]> {
+  const session = await loadSession(file);
+  const indexer = ToolCallIndexer.fromBranch(session.branch);
+  const own = ownContextEditIds(session.branch);
+  const missing: string[] = [];
+  for (const e of session.branch) {
+    if (e.type !== "context_edit" || !own.has(e.id)) continue;
+    const target = session.byId.get((e as { targetId: string }).targetId);
+    const m = target?.type === "message" ? (target.message as Msg) : undefined;
+    if (m?.role !== "toolResult") continue;
+    const key = `${m.toolCallId}@${m.timestamp}`;
+    if (lookupRef(indexer, key).unknown) missing.push(key);
+  }
+  return missing;
 }
 
 /** One session's sizes (Pi's estimate, tokens) for the reduction figures. */
