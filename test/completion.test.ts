@@ -124,7 +124,16 @@ describe("bash", () => {
   });
 
   it("completes options per command, with the default command's at top level", () => {
-    expect(bashComplete(["condense", "query", "t3", "--"])).toEqual(["--session", "--full", "--format", "--json", "--quiet", "--raw", "--help"]);
+    expect(bashComplete(["condense", "query", "t3", "--"])).toEqual([
+      "--session",
+      "--full",
+      "--save-images",
+      "--format",
+      "--json",
+      "--quiet",
+      "--raw",
+      "--help",
+    ]);
     expect(bashComplete(["condense", "render", "--f"])).toEqual(["--format"]);
     expect(bashComplete(["condense", "--dry"])).toEqual(["--dry-run"]);
     expect(bashComplete(["condense", "b.jsonl", "--ou"])).toEqual(["--output"]);
@@ -187,7 +196,7 @@ describe.skipIf(!hasFish)(`fish${hasFish ? "" : " (skipped: fish is not installe
     expect(spawnSync("fish", ["--no-config", "-n", scripts.fish]).status).toBe(0);
     expect(fishComplete("condense ren")).toEqual(["render"]);
     expect(fishComplete("condense render --format ")).toEqual(["json", "text"]);
-    expect(fishComplete("condense query --s")).toEqual(["--session"]);
+    expect(fishComplete("condense query --s")).toEqual(["--save-images", "--session"]);
     expect(fishComplete("condense query t3 ")).toEqual([]);
     expect(fishComplete("condense render ")).toEqual(["a session.jsonl", "b.jsonl", "sub/"]);
     expect(fishComplete("condense --dry")).toEqual(["--dry-run"]);

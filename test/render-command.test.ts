@@ -30,7 +30,9 @@ describe("condense render", () => {
     expect(r.code).toBe(0);
     expect(r.stdout.startsWith("#1 user\nHello.\n\n#2 assistant anthropic/claude-sonnet-4-5\nHi! What should I do?\n\n#3 user\nList the files.\n")).toBe(true);
     expect(r.stdout).not.toContain("ghost_7");
-    expect(r.stderr).toBe("warning: diagnostic orphan-sweep: removed 1 tool result(s) that no open tool call answers for: ghost_7\n");
+    expect(r.stderr).toBe(
+      "warning: diagnostic orphan-sweep: removed 1 tool result(s) Pi would otherwise send: ghost_7 (no call with this id in the assistant message before it)\n",
+    );
     expect((await runCli(["render", file, "--quiet"])).stderr).toBe("");
   });
 
@@ -50,7 +52,12 @@ describe("condense render", () => {
     ]);
     expect(doc.stats[4].chars).toBe(doc.stats[0].chars - JSON.stringify(rendered.before[3]).length - 1);
     expect(doc.diagnostics).toEqual([
-      { kind: "orphan-sweep", detail: "removed 1 tool result(s) that no open tool call answers for: read_1", dedupKey: "9c95df0a86875da9" },
+      {
+        kind: "orphan-sweep",
+        detail:
+          'removed 1 tool result(s) Pi would otherwise send: read_1 (its call was closed by a custom message "file-watcher" in between; pi-ai answers the call with "No result provided")',
+        dedupKey: "9c95df0a86875da9",
+      },
     ]);
   });
 

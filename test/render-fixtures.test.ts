@@ -73,7 +73,8 @@ describe("a custom message between a tool call and its result", () => {
     expect(rendered.diagnostics).toStrictEqual([
       {
         kind: "orphan-sweep",
-        detail: "removed 1 tool result(s) that no open tool call answers for: read_1",
+        detail:
+          'removed 1 tool result(s) Pi would otherwise send: read_1 (its call was closed by a custom message "file-watcher" in between; pi-ai answers the call with "No result provided")',
         dedupKey: "9c95df0a86875da9", // first 16 hex of sha1("read_1")
       },
     ]);
@@ -92,7 +93,9 @@ describe("a tool result with no call", () => {
     expect(before.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "user", "assistant", "toolResult", "assistant"]);
     expect((before[2] as ToolResultMessage).toolCallId).toBe("ghost_7");
     expect(after).toStrictEqual([before[0], before[1], before[3], before[4], before[5], before[6]]);
-    expect(rendered.diagnostics.map((d) => d.detail)).toEqual(["removed 1 tool result(s) that no open tool call answers for: ghost_7"]);
+    expect(rendered.diagnostics.map((d) => d.detail)).toEqual([
+      "removed 1 tool result(s) Pi would otherwise send: ghost_7 (no call with this id in the assistant message before it)",
+    ]);
     expect(providerFaults(before)).toEqual({ synthetic: 0, orphans: 1 });
     expect(providerFaults(after)).toEqual({ synthetic: 0, orphans: 0 });
   });
@@ -104,7 +107,9 @@ describe("two tool calls with the same id in one assistant message", () => {
     expect(before.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "toolResult", "assistant"]);
     expect(after).toStrictEqual([before[0], before[1], before[2], before[4]]);
     expect((after[2] as ToolResultMessage).content).toEqual([{ type: "text", text: "contents of a" }]);
-    expect(rendered.diagnostics.map((d) => d.detail)).toEqual(["removed 1 tool result(s) that no open tool call answers for: read_0"]);
+    expect(rendered.diagnostics.map((d) => d.detail)).toEqual([
+      "removed 1 tool result(s) Pi would otherwise send: read_0 (a second result for that id, which the assistant message calls 2 times; the sweep keeps only the first)",
+    ]);
     expect(providerFaults(after)).toEqual({ synthetic: 0, orphans: 0 });
   });
 });

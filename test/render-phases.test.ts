@@ -220,7 +220,7 @@ describe("diagnostics", () => {
     beforeEach(() => (tmp = tempDir("diag")));
     afterEach(() => tmp.cleanup());
 
-    it("appends one context-prune-diagnostic entry last, chained to the entry before it; a second run appends nothing", async () => {
+    it("indexes the swept result for recovery, appends one context-prune-diagnostic entry last, chained to the entry before it; a second run appends nothing", async () => {
       const file = copyTo(tmp.dir, fixture("custom-message-between-call-and-result"));
       const original = readFileSync(file, "utf8");
       const env = { CONDENSE_NOW: "2026-02-01T00:00:00.000Z" };
@@ -232,11 +232,33 @@ describe("diagnostics", () => {
         .trim()
         .split("\n")
         .map((l) => JSON.parse(l));
-      expect(appended.map((e) => e.customType)).toEqual([CUSTOM_TYPES.frontier, CUSTOM_TYPES.stats, CUSTOM_TYPES.flushMetrics, CUSTOM_TYPES.diagnostic]);
-      const diag = appended[3];
+      // The swept result is never summarized (the model never sees it), only indexed so that query recovers it.
+      expect(appended.map((e) => e.customType)).toEqual([CUSTOM_TYPES.index, CUSTOM_TYPES.diagnostic]);
+      const at = 1767225603000;
+      expect(appended[0].data).toEqual({
+        toolCalls: [
+          {
+            toolCallId: "read_1",
+            toolName: "read",
+            args: { path: "config.json" },
+            resultText: '{ "port": 8080 }',
+            isError: false,
+            turnIndex: -1,
+            timestamp: at,
+            resultTimestamp: at,
+          },
+        ],
+        backfilled: true,
+        refs: [{ shortId: "t1", toolCallId: "read_1", resultTimestamp: at }],
+      });
+      const diag = appended[1];
       expect(Object.keys(diag)).toEqual(["type", "customType", "data", "id", "parentId", "timestamp"]);
-      expect(diag.data).toEqual({ kind: "orphan-sweep", detail: "removed 1 tool result(s) that no open tool call answers for: read_1" });
-      expect(diag.parentId).toBe(appended[2].id);
+      expect(diag.data).toEqual({
+        kind: "orphan-sweep",
+        detail:
+          'removed 1 tool result(s) Pi would otherwise send: read_1 (its call was closed by a custom message "file-watcher" in between; pi-ai answers the call with "No result provided")',
+      });
+      expect(diag.parentId).toBe(appended[0].id);
       expect(diag.timestamp).toBe("2026-02-01T00:00:00.000Z");
       expect((await runCli(["run", file, "--quiet"], env)).code).toBe(0);
       expect(readFileSync(file, "utf8")).toBe(once);

@@ -13,13 +13,14 @@ import pLimit from "p-limit";
 import type { PruneConfig } from "../config/config.js";
 import { resultTextOf } from "../prune/capture.js";
 import type { Sidecar } from "../prune/flush.js";
-import { type PairingRules, occurrenceKey, parseOccurrenceKey, recordKeyOf, walkToolPairs } from "../context/vocabulary.js";
+import { occurrenceKey, parseOccurrenceKey, recordKeyOf } from "../context/vocabulary.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
-import { spillRecord } from "../prune/spill.js";
-import { chainEntry, diagnosticEntry, indexEntry } from "../entries/build.js";
-import type { ChainEntryData, DiagnosticData, SummaryToolCallRef, ToolCallRecord } from "../entries/types.js";
+import { backfill } from "../prune/backfill.js";
+import { callsInOrder, sharedResultKeys } from "../prune/occurrences.js";
+import { chainEntry, diagnosticEntry } from "../entries/build.js";
+import type { ChainEntryData, DiagnosticData, ToolCallRecord } from "../entries/types.js";
 import type { AgentMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { NewEntry } from "../session/types.js";
 import { keyArgument } from "../summarize/deterministic.js";
@@ -68,6 +69,8 @@ export interface CompressResult {
   backfilledCalls: number;
   /** Chains held back: a `context_tree_query` result inside the recovery grace window, or a failed batch. */
   waiting: number;
+  /** Chains left raw because a result in them shares its occurrence key with another result. */
+  ambiguous: number;
   usage: SummarizerUsage;
   /** Model calls made for fusion (0 with the deterministic summarizer). */
   modelCalls: number;
@@ -80,23 +83,32 @@ export function chainLookupKeys(chain: Pick<ChainRange, "middleOccurrenceKeys" |
 
 /**
  * Closed chains to compress now: closed, not yet in the registry, with at least one tool call; all
- * but the `rollingWindow` most recent such chains; then minus those holding a `context_tree_query`
- * result still inside the recovery grace window (they wait; the window is decided before this).
- * @returns the eligible chains and how many wait for the grace window
+ * but the `rollingWindow` most recent such chains whose boundaries resolve to exactly one range (an
+ * entry that does not resolve compresses nothing); then minus those holding a `context_tree_query`
+ * result still inside the recovery grace window (they wait; the window is decided before this), and
+ * minus those holding a result whose occurrence key another result of the context shares (they stay
+ * raw: such results cannot be indexed apart, docs/design.md "Occurrence Identity").
+ * @returns the eligible chains, how many wait for the grace window, how many stay raw for a shared key
  */
 export function selectEligibleChains(
   messages: AgentMessage[],
   indexer: Pick<ToolCallIndexer, "chains">,
   config: Pick<PruneConfig, "chainCompression" | "recoveryGraceTurns">,
   isProtected: ProtectionTest,
-): { eligible: ChainRange[]; waiting: number } {
+): { eligible: ChainRange[]; waiting: number; ambiguous: number } {
   const candidates = detectChains(messages, isProtected).filter(
     (c) => c.finalAssistantTimestamp !== null && !indexer.chains.has(c.startUserTimestamp) && c.middleToolCallIds.length > 0,
   );
-  const aged = candidates.slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow));
+  const resolve = rangeResolver(messages);
+  // A chain whose boundaries do not resolve to one range would compress nothing (render fails closed).
+  const aged = candidates
+    .slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow))
+    .filter((c) => resolve(c.startUserTimestamp, c.finalAssistantTimestamp) !== null);
+  const shared = sharedResultKeys(messages);
+  const distinct = aged.filter((c) => !c.middleOccurrenceKeys.some((k) => shared.has(k)));
   const grace = recoveryGraceKeys(messages, config.recoveryGraceTurns);
-  const eligible = aged.filter((c) => !c.middleOccurrenceKeys.some((k) => grace.has(k)));
-  return { eligible, waiting: aged.length - eligible.length };
+  const eligible = distinct.filter((c) => !c.middleOccurrenceKeys.some((k) => grace.has(k)));
+  return { eligible, waiting: distinct.length - eligible.length, ambiguous: aged.length - distinct.length };
 }
 
 /**
@@ -186,19 +198,21 @@ export function deterministicChainBody(calls: ChainCall[], refs: string[], fallb
   ].join("\n");
 }
 
-/** Inside a chain a result answers the first call with its id in the range, whatever lies between. */
-const CHAIN_PAIRING: PairingRules = { scope: "any", reuse: "first", between: "keep", consume: false };
-
 /**
  * Records for a chain's calls that are in neither the index nor the dedup aliases and are not
- * protected: walk the resolved range, pairing each tool result with the call that opened it.
- * `turnIndex` is -1 and `timestamp` the result's own timestamp (there is no batch).
+ * protected: walk the resolved range, pairing each tool result with the call it answers in order in
+ * its turn (prune/occurrences.ts `callsInOrder`); a result that answers no call there keeps its own
+ * tool name and no arguments (as the recovery index stores it). `turnIndex` is -1 and `timestamp` the result's own
+ * timestamp (there is no batch). A result whose occurrence key another result of the context shares
+ * is left out: a record under that key would stub every result that has it.
+ * @param shared occurrence keys that two or more results of the context share
  */
 export function extractChainRecords(
   items: ChainSourceItem[],
   chain: ChainRange,
   indexer: Pick<ToolCallIndexer, "isSummarized">,
   resolve?: ReturnType<typeof rangeResolver>,
+  shared: Set<string> = new Set(),
 ): ToolCallRecord[] {
   const messages = items.map((i) => i.message);
   const range = (resolve ?? ((a: number, b: number | null) => resolveRange(messages, a, b)))(chain.startUserTimestamp, chain.finalAssistantTimestamp);
@@ -207,43 +221,42 @@ export function extractChainRecords(
   const records: ToolCallRecord[] = [];
   const taken = new Set<string>();
   const inRange = messages.slice(range.startIndex + 1, range.endIndex);
-  walkToolPairs(inRange, CHAIN_PAIRING, {
-    result: (k, m, opened) => {
-      const source = items[range.startIndex + 1 + k].entry;
-      const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
-      if (!opened || opened.call.id === "" || protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number") return;
-      const key = occurrenceKey(raw.toolCallId, raw.timestamp);
-      if (indexer.isSummarized(key) || taken.has(key)) return;
-      taken.add(key);
-      records.push({
-        toolCallId: raw.toolCallId,
-        toolName: opened.call.name,
-        args: opened.call.arguments ?? {},
-        resultText: resultTextOf(raw),
-        isError: raw.isError === true,
-        turnIndex: -1,
-        timestamp: raw.timestamp,
-        resultTimestamp: raw.timestamp,
-      });
-    },
+  const inTurn = callsInOrder(inRange);
+  inRange.forEach((m, k) => {
+    if (m.role !== "toolResult") return;
+    const source = items[range.startIndex + 1 + k].entry;
+    const raw = (source?.type === "message" ? source.message : m) as ToolResultMessage;
+    const call = inTurn.get(k);
+    if (protectedIds.has(raw.toolCallId) || typeof raw.timestamp !== "number" || typeof raw.toolCallId !== "string" || raw.toolCallId === "") return;
+    const key = occurrenceKey(raw.toolCallId, raw.timestamp);
+    if (indexer.isSummarized(key) || taken.has(key) || shared.has(key)) return;
+    taken.add(key);
+    records.push({
+      toolCallId: raw.toolCallId,
+      toolName: call?.name ?? String(raw.toolName ?? ""),
+      args: call ? (call.arguments ?? {}) : {},
+      resultText: resultTextOf(raw),
+      isError: raw.isError === true,
+      turnIndex: -1,
+      timestamp: raw.timestamp,
+      resultTimestamp: raw.timestamp,
+    });
   });
   return records;
 }
 
 /** Index back-filled records in one flagged `context-prune-index` entry, spilling huge outputs. */
-function backfillRecords(fresh: ToolCallRecord[], indexer: ToolCallIndexer, options: CompressOptions, result: CompressResult, backfill: NewEntry[]): void {
-  if (fresh.length === 0) return;
+function backfillRecords(fresh: ToolCallRecord[], indexer: ToolCallIndexer, options: CompressOptions, result: CompressResult, out: NewEntry[]): void {
   const { config } = options;
-  const refs: SummaryToolCallRef[] = [];
-  for (const record of fresh) {
-    if (record.resultText.length >= config.spillThreshold) {
-      result.sidecars.push(spillRecord(record, { sessionPath: options.targetPath, sessionId: options.sessionId, previewBytes: config.spillPreviewBytes }));
-    }
-    refs.push(indexer.allocateRef(record));
-  }
-  backfill.push(indexEntry({ toolCalls: fresh, backfilled: true, refs }));
-  for (const record of fresh) indexer.addRecord(record, false);
-  indexer.registerRefs(refs);
+  const done = backfill(fresh, indexer, {
+    sessionPath: options.targetPath,
+    sessionId: options.sessionId,
+    spillThreshold: config.spillThreshold,
+    previewBytes: config.spillPreviewBytes,
+  });
+  if (!done.entry) return;
+  result.sidecars.push(...done.sidecars);
+  out.push(done.entry);
   result.backfilledCalls += fresh.length;
 }
 
@@ -259,11 +272,15 @@ function uncoveredLine(record: ToolCallRecord, ref: string): string {
 }
 
 /** Chains to compress now: eligible, and holding no call whose batch failed in this run (those wait). */
-function chainsToCompress(messages: AgentMessage[], indexer: ToolCallIndexer, options: CompressOptions): { chains: ChainRange[]; waiting: number } {
+function chainsToCompress(
+  messages: AgentMessage[],
+  indexer: ToolCallIndexer,
+  options: CompressOptions,
+): { chains: ChainRange[]; waiting: number; ambiguous: number } {
   const selected = selectEligibleChains(messages, indexer, options.config, options.isProtected);
   const pending = options.pendingKeys ?? new Set<string>();
   const chains = selected.eligible.filter((c) => !c.middleOccurrenceKeys.some((k) => pending.has(k)));
-  return { chains, waiting: selected.waiting + selected.eligible.length - chains.length };
+  return { chains, waiting: selected.waiting + selected.eligible.length - chains.length, ambiguous: selected.ambiguous };
 }
 
 /**
@@ -292,6 +309,8 @@ interface Compression {
   options: CompressOptions;
   result: CompressResult;
   resolve: ReturnType<typeof rangeResolver>;
+  /** Occurrence keys two or more results of the context share (never back-filled under them). */
+  shared: Set<string>;
 }
 
 /**
@@ -309,7 +328,7 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
     result.rangesSummarized++;
     if (!local) result.modelCalls++;
   } else if (answer?.ok && !local) result.modelCalls++;
-  const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve);
+  const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared);
   if (uncovered.length === 0) return body;
   const shown = uncovered.map((r) => ({ ...r }));
   backfillRecords(uncovered, indexer, c.options, result, backfill);
@@ -325,7 +344,7 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
 function deterministicBody(c: Compression, chain: ChainRange, keys: string[], backfill: NewEntry[]): string | null {
   const { indexer, options } = c;
   const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
-  const fresh = extractChainRecords(c.items, chain, indexer, c.resolve);
+  const fresh = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared);
   if (indexed.length === 0 && fresh.length === 0) {
     const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
     if (!fullyProtected) {
@@ -384,17 +403,19 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     rangesSummarized: 0,
     backfilledCalls: 0,
     waiting: 0,
+    ambiguous: 0,
     usage: zeroUsage(),
     modelCalls: 0,
   };
   const messages = items.map((i) => i.message);
-  const { chains, waiting } = chainsToCompress(messages, indexer, options);
+  const { chains, waiting, ambiguous } = chainsToCompress(messages, indexer, options);
   result.waiting = waiting;
+  result.ambiguous = ambiguous;
   if (chains.length === 0) return result;
   const covering = summaryLookup(indexer);
   const bodiesOf = chains.map((chain) => covering(chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
   const answers = await fuseRanges(bodiesOf, options);
-  const c: Compression = { items, indexer, options, result, resolve: rangeResolver(messages) };
+  const c: Compression = { items, indexer, options, result, resolve: rangeResolver(messages), shared: sharedResultKeys(messages) };
   for (let n = 0; n < chains.length; n++) {
     const chain = chains[n];
     const keys = chainLookupKeys(chain);

@@ -252,10 +252,21 @@ export interface OpenCall {
   call: ToolCall;
 }
 
+/**
+ * Why a tool result answers no open call (docs/design.md "Orphan Sweep"):
+ * - `uncalled`: the most recent assistant message has no call with this id (or there is none);
+ * - `answered`: that message calls the id (`calls` times), but the call already has its result (a
+ *   second answer — e.g. one message calling the same id twice, as providers that number calls per
+ *   response do);
+ * - `closed`: that message calls the id, but `by`, a message between the call and this result,
+ *   closed the open calls (only with `between: "close"`).
+ */
+export type OrphanReason = { kind: "uncalled" } | { kind: "answered"; calls: number } | { kind: "closed"; by: AgentMessage };
+
 export interface PairVisitor {
   assistant?(index: number, message: AssistantMessage): void;
-  /** `call` is the call the result answers under the rules, or undefined (an orphan). */
-  result?(index: number, message: ToolResultMessage, call: OpenCall | undefined): void;
+  /** `call` is the call the result answers under the rules, or undefined (an orphan, and `why`). */
+  result?(index: number, message: ToolResultMessage, call: OpenCall | undefined, why?: OrphanReason): void;
   other?(index: number, message: AgentMessage): void;
 }
 
@@ -265,23 +276,62 @@ export interface PairVisitor {
  */
 export function walkToolPairs(messages: readonly AgentMessage[], rules: PairingRules, visit: PairVisitor): void {
   let open = new Map<string, OpenCall>();
+  // For the reason of an orphan: the ids of the latest assistant message, those already answered,
+  // and the first message that closed the open calls since.
+  let turnIds = new Map<string, number>();
+  let answered = new Set<string>();
+  let closedBy: AgentMessage | undefined;
   messages.forEach((m, index) => {
     if (m.role === "assistant") {
       if (rules.scope === "turn") open = new Map();
-      const seen = new Set<string>();
+      turnIds = new Map();
+      answered = new Set();
+      closedBy = undefined;
       for (const call of toolCallsOf(m)) {
-        if (typeof call.id !== "string" || seen.has(call.id)) continue;
-        seen.add(call.id);
+        if (typeof call.id !== "string") continue;
+        const seen = turnIds.get(call.id) ?? 0;
+        turnIds.set(call.id, seen + 1);
+        if (seen > 0) continue;
         if (rules.scope === "turn" || rules.reuse === "latest" || !open.has(call.id)) open.set(call.id, { assistantIndex: index, call });
       }
       visit.assistant?.(index, m);
     } else if (m.role === "toolResult") {
       const call = open.get(m.toolCallId);
       if (call && rules.consume) open.delete(m.toolCallId);
-      visit.result?.(index, m, call);
+      const why: OrphanReason | undefined = call
+        ? undefined
+        : !turnIds.has(m.toolCallId)
+          ? { kind: "uncalled" }
+          : answered.has(m.toolCallId) || !closedBy
+            ? { kind: "answered", calls: turnIds.get(m.toolCallId) ?? 1 }
+            : { kind: "closed", by: closedBy };
+      answered.add(m.toolCallId);
+      visit.result?.(index, m, call, why);
     } else {
-      if (rules.between === "close") open = new Map();
+      if (rules.between === "close") {
+        open = new Map();
+        closedBy ??= m;
+      }
       visit.other?.(index, m);
     }
   });
+}
+
+/**
+ * How a message that closes open calls is named in a diagnostic: `a custom message "pi-notify"`,
+ * `a user message`, `a bash execution (!ls)`, `a compaction summary`.
+ */
+export function describeBarrier(m: AgentMessage): string {
+  switch (m.role) {
+    case "custom":
+      return `a custom message "${m.customType}"`;
+    case "bashExecution":
+      return `a bash execution (!${m.command})`;
+    case "branchSummary":
+      return "a branch summary";
+    case "compactionSummary":
+      return "a compaction summary";
+    default:
+      return `a ${String((m as { role?: unknown }).role)} message`;
+  }
 }

@@ -105,7 +105,7 @@ export interface ChainEntryData {
   droppedOccurrenceKeys?: string[];
 }
 
-export type DiagnosticKind = "unresolved-range" | "range-id-mismatch" | "orphan-sweep" | "backfill-empty";
+export type DiagnosticKind = "unresolved-range" | "range-id-mismatch" | "orphan-sweep" | "backfill-empty" | "occurrence-collision";
 
 export interface DiagnosticData {
   kind: DiagnosticKind;

@@ -2,22 +2,26 @@
  * The main job for one session, computed in memory (docs/design.md §5, §6): capture, flush,
  * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then, for the
  * `pi` target, the context edits that make stock Pi send the pruned context and the entry listing
- * them (docs/design.md §11), then any diagnostics not recorded yet. Nothing is written
- * here; `session/commit.ts` writes the sidecars and appends `entries`.
+ * them (docs/design.md §11), then any diagnostics not recorded yet. Nothing is written here;
+ * `session/commit.ts` writes the sidecars and appends `entries`.
  */
 import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
 import type { RecoveryOptions } from "../context/vocabulary.js";
+import { convertToLlm, projectBranch } from "../context/projection.js";
 import { contextEditEntry, contextEditsEntry, diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
 import { ownContextEditIds } from "../entries/read.js";
 import { planContextEdits, type ContextEditPlan } from "../render/context-edits.js";
-import { ToolCallIndexer } from "../prune/indexer.js";
-import type { ContextMetrics, FlushMetricsData, StatsData } from "../entries/types.js";
+import type { ContextMetrics, DiagnosticData, FlushMetricsData, StatsData } from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
+import { ToolCallIndexer } from "../prune/indexer.js";
+import { contextOccurrences } from "../prune/occurrences.js";
+import { sizeMessages } from "../report/counts.js";
+import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recovery.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
-import type { NewEntry, SessionEntry } from "../session/types.js";
+import type { Message, NewEntry, SessionEntry } from "../session/types.js";
 import { chainEntries } from "../session/writer.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
@@ -54,13 +58,18 @@ export interface RunPlan {
 
 /**
  * Plan the main job on a session. Reads the capture and the render of the session as read, then
- * advances `view.indexer` through the flush and the chain compression.
+ * advances `view.indexer` through the flush, the chain compression and the recovery index.
+ *
+ * `run` never makes the context Pi sends larger: when the planned render would be larger than the
+ * render as read, the summaries and chains are withheld (the report says why) and only what
+ * leaves the context as it is — the recovery index and new diagnostics — is planned.
  * @throws CondenseError (exit 130) when `signal` aborts during summarization
  */
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
   const metrics = computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
+  const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
   const capture = view.capture;
   const flush = await flushBatches(capture.batches, view.indexer, {
     config: view.config,
@@ -72,31 +81,73 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     onProgress: options.onProgress,
   });
   const chains = await compressStep(view, options, failedKeys(capture.batches, flush.outcomes));
-  const payloads: NewEntry[] = [
-    ...flush.entries,
-    ...(chains?.entries ?? []),
-    ...bookkeeping(view.indexer, { capture, flush, chains, metrics, nowMs: options.nowMs }),
-    ...(chains?.diagnostics ?? []),
-  ];
-  const target = options.target ?? EXTENSION_ONLY;
-  const edits = target.used === "pi" ? nativeStep(view, payloads, options) : null;
-  if (edits) payloads.push(...edits.payloads);
-  const { entries, after } = chainWithDiagnostics(view, payloads, before, options.nowMs);
-  const sidecars = [...flush.sidecars, ...(chains?.sidecars ?? [])];
+  const pruning = [...flush.entries, ...(chains?.entries ?? [])];
+  const full = finishPlan(view, options, {
+    indexer: view.indexer,
+    pruning,
+    tail: [...bookkeeping(view.indexer, { capture, flush, chains, metrics, nowMs: options.nowMs }), ...(chains?.diagnostics ?? [])],
+    collisions,
+  });
+  let plan = full;
+  let withheld: RunReport["withheld"] = null;
+  if (pruning.length > 0 && sizeMessages(full.after.after).chars > sizeMessages(before.after).chars) {
+    // Summaries and chains would grow the context: plan only what leaves it as it is.
+    plan = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
+    withheld = grewBy(before, full.after, flush, chains);
+  }
+  const sidecars = [...(plan === full ? [...flush.sidecars, ...(chains?.sidecars ?? [])] : []), ...plan.recovery.sidecars];
   const report = runReport({
     session: view.session.path,
     summarizer: options.summarizer.name,
-    target,
-    contextEdits: edits?.plan ?? null,
+    target: options.target ?? EXTENSION_ONLY,
+    contextEdits: plan.edits,
+    piOnlyAfter: plan.piOnlyAfter,
     capture,
-    flush,
-    chains,
+    flush: plan === full ? flush : emptyFlush(flush),
+    chains: plan === full ? chains : null,
     before,
-    after,
-    entriesAppended: entries.length,
+    after: plan.after,
+    entriesAppended: plan.entries.length,
     sidecars: sidecars.length,
+    recovered: plan.recovery.recovered,
+    withheld,
   });
-  return { entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...entries] };
+  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries] };
+}
+
+/** The entries of a plan, chained, with the render after them and the recovery they hold. */
+interface Finished {
+  entries: SessionEntry[];
+  after: Rendered;
+  recovery: RecoveryPlan;
+  /** For the `pi` target: the context edits planned (null for the extension target). */
+  edits: ContextEditPlan | null;
+  /** What stock Pi sends after the whole plan (its projection, converted). */
+  piOnlyAfter: Message[];
+}
+
+/**
+ * Chain the pruning entries, render the branch with them, index what that render removes
+ * (recovery), then add the tail (bookkeeping), for the `pi` target the context edits of that branch
+ * and the entry listing them, and the diagnostics not recorded yet — those of the render and the
+ * occurrence collisions. Custom entries do not change the render, so the render of the pruning
+ * entries is the render of the whole plan as the extension sees it without stock Pi's edits.
+ */
+function finishPlan(
+  view: SessionView,
+  options: PlanOptions,
+  parts: { indexer: ToolCallIndexer; pruning: NewEntry[]; tail: NewEntry[]; collisions: DiagnosticData[] },
+): Finished {
+  const nowIso = new Date(options.nowMs).toISOString();
+  const draft = chainEntries(view.session, parts.pruning, nowIso);
+  const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
+  const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
+  const diagnostics = unrecordedDiagnostics(view.branch, [...after.diagnostics, ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))]);
+  const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail];
+  const native = (options.target ?? EXTENSION_ONLY).used === "pi" ? nativeStep(view, payloads, options) : null;
+  const entries = chainEntries(view.session, [...payloads, ...(native?.payloads ?? []), ...diagnostics.map(diagnosticEntry)], nowIso);
+  const piOnlyAfter = native ? convertToLlm(projectBranch([...view.branch, ...entries]).map((i) => i.message)) : after.before;
+  return { entries, after, recovery, edits: native?.plan ?? null, piOnlyAfter };
 }
 
 /**
@@ -120,6 +171,24 @@ function nativeStep(view: SessionView, payloads: NewEntry[], options: PlanOption
   const edits = plan.edits.map((e) => contextEditEntry(e.targetId, e.replacement));
   const chained = chainEntries(view.session, [...payloads, ...edits], nowIso).slice(payloads.length);
   return { payloads: [...edits, contextEditsEntry({ editIds: chained.map((e) => e.id) })], plan };
+}
+
+/** Why summaries and chains were withheld: the render would have grown. */
+function grewBy(before: Rendered, after: Rendered, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
+  const from = sizeMessages(before.after);
+  const to = sizeMessages(after.after);
+  return {
+    reason:
+      `the rendered context would grow from ${from.chars.toLocaleString("en-US")} to ${to.chars.toLocaleString("en-US")} chars ` +
+      `(${flush.summarizedCalls} summarized call(s): ${flush.summaryChars.toLocaleString("en-US")} summary chars for ${flush.rawChars.toLocaleString("en-US")} raw chars; ` +
+      `${chains?.chainsCompressed ?? 0} compressed chain(s)); summaries and chains were not written`,
+    context: to,
+  };
+}
+
+/** A flush that wrote nothing, for the report of a plan whose summaries were withheld. */
+function emptyFlush(flush: FlushResult): FlushResult {
+  return { ...flush, entries: [], sidecars: [], spilledCalls: 0, dedupedCalls: 0, summarizedCalls: 0, rawChars: 0, summaryChars: 0 };
 }
 
 /**
@@ -173,21 +242,6 @@ function bookkeeping(
     metrics: run.metrics,
   };
   return [...(flush.frontier ? [frontierEntry(flush.frontier)] : []), statsEntry(stats), flushMetricsEntry(flushMetrics)];
-}
-
-/**
- * Give the payloads ids, render the branch with them, and add the diagnostics of that render that
- * the branch does not record yet. Re-chaining gives the entries before them the same ids (ids are
- * deterministic), and custom entries do not change the render.
- */
-function chainWithDiagnostics(view: SessionView, payloads: NewEntry[], before: Rendered, nowMs: number): { entries: SessionEntry[]; after: Rendered } {
-  const nowIso = new Date(nowMs).toISOString();
-  const entries = chainEntries(view.session, payloads, nowIso);
-  const after = entries.length > 0 ? renderBranch([...view.branch, ...entries], view.config) : before;
-  const diagnostics = unrecordedDiagnostics(view.branch, after.diagnostics);
-  if (diagnostics.length === 0) return { entries, after };
-  const withDiagnostics = [...payloads, ...diagnostics.map(diagnosticEntry)];
-  return { entries: chainEntries(view.session, withDiagnostics, nowIso), after };
 }
 
 /** Occurrence keys of the captured calls whose batch failed to summarize. */

@@ -9,7 +9,9 @@ import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { ContextEditKind, ContextEditPlan } from "../render/context-edits.js";
 import type { Rendered } from "../render/render.js";
 import { sizeMessages } from "../report/counts.js";
+import type { Message } from "../session/types.js";
 import type { SummarizerUsage } from "../summarize/types.js";
+import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
 import type { TargetDecision } from "./target.js";
 
@@ -42,7 +44,19 @@ export interface RunReport {
     skippedOversized: number;
     failed: number;
   };
-  calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
+  calls: {
+    spilled: number;
+    deduped: number;
+    protected: number;
+    summarized: number;
+    unanswered: number;
+    /** Answered calls whose result the orphan sweep removes: indexed for recovery, never summarized. */
+    swept: number;
+    /** Answered calls left raw: another result of the context shares their occurrence key. */
+    ambiguous: number;
+    /** Failed calls left raw: error purge takes their arguments, which a stub would bring back. */
+    keptForErrorPurge: number;
+  };
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
   /**
@@ -58,6 +72,10 @@ export interface RunReport {
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
   sidecars: number;
+  /** Tool results the render removes that this run indexed, so that `query <ref>` recovers them. */
+  recovered: RecoveredResult[];
+  /** Set when summaries and chains were not written because the context would have grown. */
+  withheld: { reason: string; context: { chars: number; tokens: number } } | null;
 }
 
 /** What a planned run did, for its report. */
@@ -66,6 +84,8 @@ export interface RunFacts {
   summarizer: string;
   target: TargetDecision;
   contextEdits: ContextEditPlan | null;
+  /** What stock Pi sends after the run (its projection, converted). */
+  piOnlyAfter: Message[];
   capture: CaptureResult;
   flush: FlushResult;
   chains: CompressResult | null;
@@ -73,6 +93,8 @@ export interface RunFacts {
   after: Rendered;
   entriesAppended: number;
   sidecars: number;
+  recovered: RecoveredResult[];
+  withheld: RunReport["withheld"];
 }
 
 /** The report of a planned run. */
@@ -98,6 +120,9 @@ export function runReport(facts: RunFacts): RunReport {
       protected: capture.protectedCalls,
       summarized: flush.summarizedCalls,
       unanswered: capture.unanswered,
+      swept: capture.swept,
+      ambiguous: capture.ambiguous,
+      keptForErrorPurge: capture.keptForErrorPurge,
     },
     chars: { raw: flush.rawChars, summary: flush.summaryChars },
     chains: {
@@ -109,12 +134,14 @@ export function runReport(facts: RunFacts): RunReport {
     context: {
       before: sizeMessages(facts.before.after),
       after: sizeMessages(facts.after.after),
-      piOnly: { before: sizeMessages(facts.before.before), after: sizeMessages(facts.after.before) },
+      piOnly: { before: sizeMessages(facts.before.before), after: sizeMessages(facts.piOnlyAfter) },
     },
     usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
     sidecars: facts.sidecars,
+    recovered: facts.recovered,
+    withheld: facts.withheld,
   };
 }
 
@@ -142,7 +169,16 @@ export function idleRunReport(session: string, target: TargetDecision, capture: 
     target,
     contextEdits: target.used === "pi" ? editCounts({ edits: [], keptForeign: [], unrepresentable: [] }) : null,
     batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
-    calls: { spilled: 0, deduped: 0, protected: capture.protectedCalls, summarized: 0, unanswered: capture.unanswered },
+    calls: {
+      spilled: 0,
+      deduped: 0,
+      protected: capture.protectedCalls,
+      summarized: 0,
+      unanswered: capture.unanswered,
+      swept: capture.swept,
+      ambiguous: capture.ambiguous,
+      keptForErrorPurge: capture.keptForErrorPurge,
+    },
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size, after: size, piOnly: { before: piOnly, after: piOnly } },
@@ -150,5 +186,7 @@ export function idleRunReport(session: string, target: TargetDecision, capture: 
     failures: [],
     entriesAppended: 0,
     sidecars: 0,
+    recovered: [],
+    withheld: null,
   };
 }

@@ -77,7 +77,7 @@ export class SessionView {
 
   /** Batches the flush would take, against the index as read. */
   get capture(): CaptureResult {
-    this.captured ??= captureBatches(this.branch, this.indexer, this.isProtected, this.config.batchingMode, this.sourceContext);
+    this.captured ??= captureBatches(this.branch, this.indexer, this.isProtected, this.config.batchingMode, this.sourceContext, this.config.purgeErrors);
     return this.captured;
   }
 

@@ -8,9 +8,10 @@
  * `turnIndex` is the 0-based index of the assistant message among all assistant messages on the
  * branch; a batch's `timestamp` is the assistant entry's persistence time (epoch ms).
  */
-import type { BatchingMode } from "../config/config.js";
-import { applyEdit, buildContextEntries, entryToMessages, latestEdits, textOf, type BranchContext } from "../context/projection.js";
-import type { AssistantMessage, ContextEditEntry, SessionEntry, ToolResultMessage } from "../session/types.js";
+import type { BatchingMode, PruneConfig } from "../config/config.js";
+import { applyEdit, entryToMessages, projectContext, textOf, type BranchContext } from "../context/projection.js";
+import type { AssistantMessage, ContextEditEntry, SessionEntry, ToolCall, ToolResultMessage } from "../session/types.js";
+import { type ContextOccurrences, contextOccurrences } from "./occurrences.js";
 import type { ToolCallIndexer } from "./indexer.js";
 import { occurrenceKey } from "../context/vocabulary.js";
 import type { ProtectionTest } from "./protect.js";
@@ -52,11 +53,26 @@ export interface CaptureResult {
   alreadyIndexed: number;
   /** Calls with no result yet (left for a later run). */
   unanswered: number;
+  /** Answered calls whose result the orphan sweep removes (indexed for recovery instead). */
+  swept: number;
+  /** Answered calls whose occurrence key another result of the context shares (left raw). */
+  ambiguous: number;
+  /**
+   * Failed calls left raw because error purge takes their arguments (at least `minArgChars`): a
+   * stub says `isError: false`, so summarizing the result would bring the arguments back.
+   */
+  keptForErrorPurge: number;
 }
 
-/** Text of a tool result as the extension extracts it: text blocks joined with "\n". */
+/**
+ * Text of a tool result: its text blocks joined with "\n" (images left out), as the extension
+ * extracts it — or the string itself when `content` is a string (the extension would store "" and
+ * lose it; the string is what the tool returned).
+ */
 export function resultTextOf(message: Pick<ToolResultMessage, "content">): string {
-  return Array.isArray(message.content) ? textOf(message.content) : "";
+  const content = message.content as unknown;
+  if (typeof content === "string") return content;
+  return Array.isArray(content) ? textOf(content) : "";
 }
 
 function isTextOnlyAssistant(m: AssistantMessage): boolean {
@@ -93,38 +109,69 @@ function branchMessagesEdited(branch: SessionEntry[], edits: Map<string, Context
 type Tally = Omit<CaptureResult, "batches">;
 
 /**
- * The answered, unindexed, unprotected calls of the assistant message at `i`: its results are the
- * tool results up to the next assistant message, the first per id.
+ * The result each tool call of the assistant message at `i` got: the tool results up to the next
+ * assistant message, paired in order per id (the k-th result with an id answers the k-th call with
+ * it, as Pi ran them and as the provider pairs them); calls without one are absent.
  */
-function callsOf(messages: BranchMessage[], i: number, indexer: ToolCallIndexer, isProtected: ProtectionTest, tally: Tally): CapturedCall[] {
-  const results = new Map<string, ToolResultMessage>();
+function pairInOrder(messages: BranchMessage[], i: number, calls: ToolCall[]): Map<ToolCall, BranchMessage> {
+  const waiting = new Map<string, ToolCall[]>();
+  for (const call of calls) {
+    const list = waiting.get(call.id);
+    if (list) list.push(call);
+    else waiting.set(call.id, [call]);
+  }
+  const paired = new Map<ToolCall, BranchMessage>();
   for (let j = i + 1; j < messages.length && messages[j].role !== "assistant"; j++) {
     if (messages[j].role !== "toolResult" || messages[j].omitted) continue;
-    const r = messages[j].message as ToolResultMessage;
-    if (typeof r.toolCallId === "string" && !results.has(r.toolCallId)) results.set(r.toolCallId, r);
+    const call = waiting.get((messages[j].message as ToolResultMessage).toolCallId)?.shift();
+    if (call) paired.set(call, messages[j]);
   }
+  return paired;
+}
+
+/**
+ * The answered, unindexed, unprotected calls of the assistant message at `i`, each with the result
+ * it was paired with in order. A result the orphan sweep removes (Pi with the extension never sends
+ * it) or whose occurrence key another result of the context shares (a stub could not tell them
+ * apart) is never captured: `run` indexes the first kind for recovery after the flush and leaves
+ * the second raw.
+ */
+function callsOf(messages: BranchMessage[], i: number, ctx: CaptureContext, tally: Tally): CapturedCall[] {
   const assistant = messages[i].message as AssistantMessage;
+  const blocks = messages[i].omitted || !Array.isArray(assistant.content) ? [] : assistant.content;
+  // A call without a tool name cannot be described.
+  const named = blocks.filter((b): b is ToolCall => b?.type === "toolCall" && typeof b.id === "string" && b.id !== "" && typeof b.name === "string");
+  const paired = pairInOrder(messages, i, named);
   const calls: CapturedCall[] = [];
-  const seenIds = new Set<string>();
-  for (const block of messages[i].omitted || !Array.isArray(assistant.content) ? [] : assistant.content) {
-    if (block?.type !== "toolCall" || typeof block.id !== "string" || !block.id) continue;
-    if (typeof block.name !== "string") continue; // a call without a tool name cannot be described
-    if (seenIds.has(block.id)) continue; // a second call with the same id in one message has no result of its own
-    seenIds.add(block.id);
-    const result = results.get(block.id);
-    if (!result) {
+  for (const block of named) {
+    const answer = paired.get(block);
+    if (!answer) {
       tally.unanswered++;
       continue;
     }
+    const result = answer.message as ToolResultMessage;
     const resultTimestamp = typeof result.timestamp === "number" ? result.timestamp : undefined;
     const key = occurrenceKey(block.id, resultTimestamp);
-    if (indexer.isSummarized(key)) {
+    const seen = ctx.occurrences.byEntry.get(answer.entry);
+    if (seen?.swept) {
+      tally.swept++;
+      continue;
+    }
+    if (ctx.occurrences.sharedKeys.has(key)) {
+      tally.ambiguous++;
+      continue;
+    }
+    if (ctx.indexer.isSummarized(key)) {
       tally.alreadyIndexed++;
       continue;
     }
     const args = block.arguments ?? {};
-    if (isProtected(block.name, args)) {
+    if (ctx.isProtected(block.name, args)) {
       tally.protectedCalls++;
+      continue;
+    }
+    if (result.isError === true && ctx.purge.enabled && (JSON.stringify(args)?.length ?? 0) >= ctx.purge.minArgChars) {
+      tally.keptForErrorPurge++;
       continue;
     }
     calls.push({
@@ -138,6 +185,14 @@ function callsOf(messages: BranchMessage[], i: number, indexer: ToolCallIndexer,
     });
   }
   return calls;
+}
+
+/** What capture reads besides the branch: the index as read, the protection test, the context's tool results, error purge. */
+interface CaptureContext {
+  indexer: ToolCallIndexer;
+  isProtected: ProtectionTest;
+  occurrences: ContextOccurrences;
+  purge: Pick<PruneConfig["purgeErrors"], "enabled" | "minArgChars">;
 }
 
 /** The text blocks of an assistant message (unless omitted), joined and trimmed. */
@@ -157,19 +212,22 @@ function assistantTextOf(m: BranchMessage): string {
  * Only assistant messages that are in the model's context (after the latest compaction's kept
  * boundary) yield batches: summarizing what Pi no longer sends would only add context.
  * @param context the branch's projection when the caller has it (else it is computed here)
+ * @param purge error purge as configured: failed calls whose arguments it takes stay raw
  */
 export function captureBatches(
   branch: SessionEntry[],
   indexer: ToolCallIndexer,
   isProtected: ProtectionTest,
   mode: BatchingMode,
-  context?: Pick<BranchContext, "entries" | "edits">,
+  context?: BranchContext,
+  purge: CaptureContext["purge"] = { enabled: false, minArgChars: 0 },
 ): CaptureResult {
-  const contextEntries = context?.entries ?? buildContextEntries(branch);
-  const inContext = new Set(contextEntries);
-  const messages = branchMessagesEdited(branch, context?.edits ?? latestEdits(contextEntries));
+  const projected = context ?? projectContext(branch);
+  const inContext = new Set(projected.entries);
+  const messages = branchMessagesEdited(branch, projected.edits);
+  const ctx: CaptureContext = { indexer, isProtected, occurrences: contextOccurrences(projected.items), purge };
   const raw: Batch[] = [];
-  const tally: Tally = { protectedCalls: 0, alreadyIndexed: 0, unanswered: 0 };
+  const tally: Tally = { protectedCalls: 0, alreadyIndexed: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 };
   let turnCounter = 0;
   let userTurnGroup = 0;
   let flushGroup = 0;
@@ -183,7 +241,7 @@ export function captureBatches(
       flushGroup++;
       continue;
     }
-    const calls = callsOf(messages, i, indexer, isProtected, tally);
+    const calls = callsOf(messages, i, ctx, tally);
     if (calls.length === 0 || !inContext.has(entry)) continue;
     const persisted = Date.parse(entry.timestamp);
     const timestamp = Number.isNaN(persisted) ? (typeof assistant.timestamp === "number" ? assistant.timestamp : 0) : persisted;

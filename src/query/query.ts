@@ -174,10 +174,11 @@ const PLAIN: QueryStyle = { bold: (s) => s, dim: (s) => s, red: (s) => s, green:
 
 /**
  * One block of `condense query`: the label, then occurrence, tool, arguments (indented JSON),
- * status OK/ERROR, turn, where the output came from when that is not the record itself, a blank
- * line, and the output (with the truncation notice when cut).
+ * status OK/ERROR, turn, one line per image of the result (`images`, query/images.ts), where the
+ * output came from when that is not the record itself, a blank line, and the output (with the
+ * truncation notice when cut).
  */
-export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOutput, style: QueryStyle = PLAIN): string {
+export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOutput, style: QueryStyle = PLAIN, images: string[] = []): string {
   const r = hit.record;
   const lines: string[] = [style.bold(`=== ${hit.label} ===`)];
   if (hit.label !== hit.key) lines.push(`Occurrence: ${hit.key}`);
@@ -188,6 +189,7 @@ export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOu
   lines.push(`Arguments: ${JSON.stringify(r.args ?? null, null, 2)}`);
   lines.push(`Status: ${r.isError ? style.red("ERROR") : style.green("OK")}`);
   lines.push(`Turn: ${r.turnIndex}`);
+  lines.push(...images);
   if (body.source === "sidecar") lines.push(style.dim(`Spilled output read from: ${body.sidecarPath}`));
   if (body.source === "preview") {
     lines.push(style.red(`Spilled output unavailable (${body.sidecarError}); showing the stored head preview`));

@@ -11,58 +11,84 @@
  * later result that reuses it.
  */
 import { createHash } from "node:crypto";
-import { type PairingRules, walkToolPairs } from "../context/vocabulary.js";
-import type { AgentMessage } from "../session/types.js";
+import { describeBarrier, type OrphanReason, type PairingRules, walkToolPairs } from "../context/vocabulary.js";
+import type { AgentMessage, ToolResultMessage } from "../session/types.js";
 import type { RenderDiagnostic } from "./types.js";
+
+/** One removed tool result and why no open call answers for it. */
+export interface SweptResult {
+  /** Index in the swept input. */
+  index: number;
+  message: ToolResultMessage;
+  why: OrphanReason;
+}
 
 export interface SweepResult {
   /** The input array itself when nothing was removed. */
   messages: AgentMessage[];
   /** Tool-call ids of the removed results, in array order. */
   sweptIds: string[];
-  /** Indexes (into the input) of the removed results, ascending. */
-  sweptAt: number[];
+  /** The removed results, in array order. */
+  swept: SweptResult[];
 }
 
 /** Remove tool results that no open call answers for. */
 export function sweepOrphanToolResults(messages: AgentMessage[]): SweepResult {
-  const sweptIds: string[] = [];
-  const sweptAt: number[] = [];
+  const swept: SweptResult[] = [];
   let out: AgentMessage[] | null = null;
   walkToolPairs(messages, SWEEP_PAIRING, {
     assistant: (_i, m) => out?.push(m),
     other: (_i, m) => out?.push(m),
-    result: (i, m, call) => {
+    result: (i, m, call, why) => {
       if (call) {
         out?.push(m);
         return;
       }
-      sweptIds.push(String(m.toolCallId));
-      sweptAt.push(i);
+      swept.push({ index: i, message: m, why: why ?? { kind: "uncalled" } });
       out ??= messages.slice(0, i);
     },
   });
-  return { messages: out ?? messages, sweptIds, sweptAt };
+  return { messages: out ?? messages, sweptIds: swept.map((s) => String(s.message.toolCallId)), swept };
 }
 
 /** The sweep's pairing: calls of the latest assistant message only, closed by any other message, each answered once. */
-const SWEEP_PAIRING: PairingRules = { scope: "turn", between: "close", consume: true };
+export const SWEEP_PAIRING: PairingRules = { scope: "turn", between: "close", consume: true };
 
-const LISTED_IDS = 5;
+const LISTED = 5;
+
+/** What happened to one swept result, in words: `read_1 (its call was closed by a custom message "pi-notify" in between)`. */
+export function sweptPhrase(toolCallId: string, why: OrphanReason): string {
+  switch (why.kind) {
+    case "closed":
+      return `${toolCallId} (its call was closed by ${describeBarrier(why.by)} in between; pi-ai answers the call with "No result provided")`;
+    case "answered":
+      return why.calls > 1
+        ? `${toolCallId} (a second result for that id, which the assistant message calls ${why.calls} times; the sweep keeps only the first)`
+        : `${toolCallId} (a second result for a call already answered in that turn)`;
+    default:
+      return `${toolCallId} (no call with this id in the assistant message before it)`;
+  }
+}
 
 /**
  * The `orphan-sweep` diagnostic of one sweep, deduplicated by a short hash of the sorted swept ids
  * (first 16 hex digits of their SHA-1, joined with ","), so the same orphans found on every render
- * are reported once.
+ * are reported once. The detail says, per result (the first five in order), why it was removed.
  */
-export function orphanSweepDiagnostic(sweptIds: string[]): RenderDiagnostic {
-  const sorted = [...sweptIds].sort();
-  const dedupKey = createHash("sha1").update(sorted.join(",")).digest("hex").slice(0, 16);
-  const listed = sorted.slice(0, LISTED_IDS).join(", ");
-  const more = sorted.length > LISTED_IDS ? ` and ${sorted.length - LISTED_IDS} more` : "";
+export function orphanSweepDiagnostic(swept: Pick<SweptResult, "message" | "why">[]): RenderDiagnostic {
+  const ids = swept.map((s) => String(s.message.toolCallId));
+  const dedupKey = createHash("sha1")
+    .update([...ids].sort().join(","))
+    .digest("hex")
+    .slice(0, 16);
+  const listed = swept
+    .slice(0, LISTED)
+    .map((s) => sweptPhrase(String(s.message.toolCallId), s.why))
+    .join("; ");
+  const more = swept.length > LISTED ? `; and ${swept.length - LISTED} more` : "";
   return {
     kind: "orphan-sweep",
-    detail: `removed ${sorted.length} tool result(s) that no open tool call answers for: ${listed}${more}`,
+    detail: `removed ${swept.length} tool result(s) Pi would otherwise send: ${listed}${more}`,
     dedupKey,
   };
 }

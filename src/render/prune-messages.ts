@@ -36,11 +36,11 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
 
   // Phase 4: orphan sweep (always).
   const swept = sweepOrphanToolResults(current);
-  if (swept.sweptIds.length > 0) diagnostics.push(orphanSweepDiagnostic(swept.sweptIds));
+  if (swept.swept.length > 0) diagnostics.push(orphanSweepDiagnostic(swept.swept));
   current = swept.messages;
   phases.push({ phase: "orphan-sweep", messages: current });
 
-  const removed = new Set(swept.sweptAt);
+  const removed = new Set(swept.swept.map((s) => s.index));
   const origins = chained.origins.filter((_, i) => !removed.has(i));
   return { messages: current, origins, phases, diagnostics: dedupDiagnostics(diagnostics) };
 }

@@ -10,7 +10,7 @@ import { protectionTest } from "../prune/protect.js";
 import type { AgentMessage, Message, SessionEntry } from "../session/types.js";
 import { handlerView, restoreSystemMessages } from "./context-event.js";
 import { pruneMessages } from "./prune-messages.js";
-import type { PruneContext, RenderDiagnostic } from "./types.js";
+import type { PruneContext, PruneResult, RenderDiagnostic } from "./types.js";
 
 export interface Rendered {
   /** The context without pruning: what stock Pi sends (its projection, converted). */
@@ -24,6 +24,12 @@ export interface Rendered {
   /** Messages after each phase (converted). */
   phases: { phase: string; messages: Message[] }[];
   diagnostics: RenderDiagnostic[];
+  /**
+   * What the extension's `context` handler saw and answered: the projected items without system
+   * messages (aligned with `pruned.phases[i].messages` for the index-preserving phases 1 and 2),
+   * and `pruneMessages`' result on them (absent for `render --as pi-only`, which prunes nothing).
+   */
+  handler?: { items: ContextItem[]; pruned: PruneResult };
 }
 
 /**
@@ -48,7 +54,8 @@ export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
   // As in Pi: the extension's handler sees the context without system messages, and Pi puts them
   // back (collapsed into one leading message once anything changed) — see context-event.ts.
   const visible = handlerView(projected);
-  const { messages, phases, diagnostics } = pruneMessages(visible, ctx);
+  const pruned = pruneMessages(visible, ctx);
+  const { messages, phases, diagnostics } = pruned;
   const sent = restoreSystemMessages(projected, visible, messages);
   return {
     before: convertToLlm(projected),
@@ -57,5 +64,6 @@ export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
     afterAgent: sent,
     phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(restoreSystemMessages(projected, visible, p.messages)) })),
     diagnostics,
+    handler: { items: visible === projected ? items : items.filter((i) => i.message.role !== "system"), pruned },
   };
 }

@@ -11,7 +11,7 @@
 import { toLlmMessage, type ContextItem } from "../context/projection.js";
 import type { RenderDiagnostic } from "../render/types.js";
 import { chainBlockIdOf } from "../entries/read.js";
-import type { SessionEntry } from "../session/types.js";
+import type { AgentMessage, SessionEntry } from "../session/types.js";
 
 /** Where a finding sits in the session file. */
 export interface Place {
@@ -49,7 +49,8 @@ export type DiagnosticName = (typeof DIAGNOSTIC_KINDS)[number];
  * - `reusedIds`: a tool-call id already used by an earlier assistant message (each later use).
  * - `splitCallResult`: messages that sit between a tool call and its result (each such message once).
  * - `unresolvedRanges`: chain entries the render could not resolve (`unresolved-range`).
- * - `images`: image blocks in the request (informational; not a structural fault).
+ * - `images`: image blocks in the request as sent after pruning — an image of a result the render
+ *   stubbed or dropped is no longer sent and is not counted (informational; not a structural fault).
  */
 export type Diagnostics = Record<DiagnosticName, Finding>;
 
@@ -78,9 +79,17 @@ class Collector {
  * @param items Pi's projection of the branch (`projectBranch`), before pruning
  * @param renderDiagnostics diagnostics of the render of the same branch (unresolved chain ranges)
  * @param branch the branch entries (to locate chain entries named by a render diagnostic)
+ * @param sent the rendered context before `convertToLlm` (`Rendered.afterAgent`): only the images
+ *   of messages it still holds are counted (all of them when omitted)
  */
-export function findDiagnostics(items: ContextItem[], renderDiagnostics: RenderDiagnostic[], branch: SessionEntry[], lineOf: LineOf): Diagnostics {
-  const found = scanPairs(items, lineOf);
+export function findDiagnostics(
+  items: ContextItem[],
+  renderDiagnostics: RenderDiagnostic[],
+  branch: SessionEntry[],
+  lineOf: LineOf,
+  sent?: readonly AgentMessage[],
+): Diagnostics {
+  const found = scanPairs(items, lineOf, sent ? new Set(sent) : undefined);
   const unresolved = new Collector();
   for (const d of renderDiagnostics) {
     if (d.kind !== "unresolved-range") continue;
@@ -104,7 +113,7 @@ export function findDiagnostics(items: ContextItem[], renderDiagnostics: RenderD
 }
 
 /** Walk the converted messages once, pairing results with the calls of the most recent assistant message. */
-function scanPairs(items: ContextItem[], lineOf: LineOf) {
+function scanPairs(items: ContextItem[], lineOf: LineOf, sent: Set<AgentMessage> | undefined) {
   const found = {
     orphan: new Collector(),
     unanswered: new Collector(),
@@ -127,7 +136,7 @@ function scanPairs(items: ContextItem[], lineOf: LineOf) {
     const message = toLlmMessage(agentMessage);
     if (!message) continue;
     const content = (message as { content?: unknown }).content;
-    if (Array.isArray(content)) {
+    if (Array.isArray(content) && (!sent || sent.has(agentMessage))) {
       for (const b of content) if (b?.type === "image") found.images.add(entry, lineOf, `${message.role} image ${b.mimeType ?? "?"}`);
     }
     if (message.role === "assistant") {

@@ -213,7 +213,7 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
   const before = sizeOf(unedited, tokenizer, lengthOf);
   const after = sizeOf(rendered.after, tokenizer, lengthOf);
   const piAfter = sizeOf(rendered.before, tokenizer, lengthOf);
-  const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where);
+  const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where, rendered.afterAgent);
   return {
     session: session.path,
     id: session.id,

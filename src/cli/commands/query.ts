@@ -6,11 +6,27 @@
  * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
  * printed.
  */
-import { realpathSync } from "node:fs";
+import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
 import { blobsFolder } from "../../prune/spill.js";
-import { formatQueryBlock, formatToolResult, lookupRef, recordBody, shownOutput, sidecarCandidates } from "../../query/query.js";
+import { projectBranch } from "../../context/projection.js";
+import { type ContextOccurrences, contextOccurrences } from "../../prune/occurrences.js";
+import { imageLines, imagesOf, type ResultImage } from "../../query/images.js";
+import {
+  formatQueryBlock,
+  formatToolResult,
+  lookupRef,
+  type QueryBody,
+  type QueryHit,
+  type QueryOutput,
+  recordBody,
+  shownOutput,
+  sidecarCandidates,
+} from "../../query/query.js";
+import { lineOf } from "../../report/session-metrics.js";
+import type { Session } from "../../session/session.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { readSidecar } from "../../session/sidecars.js";
@@ -22,6 +38,53 @@ interface QueryOptions extends CommonOptions {
   session?: string;
   full?: boolean;
   format: "text" | "tool";
+  saveImages?: string;
+}
+
+/**
+ * One hit as printed: its output (from the record or its sidecar), its images (located in the
+ * session, and written to `saveImages` when given), and its `--json` object.
+ * @param c.real the session's real path (sidecars are looked up beside it)
+ */
+function showHit(
+  hit: QueryHit,
+  c: { session: Session; real: string; occurrences: ContextOccurrences; readText: (path: string) => string; full: boolean; saveImages?: string },
+): { body: QueryBody; output: QueryOutput; imageLines: string[]; json: Record<string, unknown> } {
+  const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.real, c.session.id) : [];
+  const body = recordBody(hit.record, candidates, c.readText);
+  const output = shownOutput(body.text, c.full);
+  const images = imagesOf(c.occurrences, hit.key, (e) => lineOf(c.session, e));
+  const saved = new Map<ResultImage, string>();
+  if (c.saveImages !== undefined) {
+    for (const img of images) {
+      const path = join(c.saveImages, img.fileName);
+      writeFileSync(path, Buffer.from(img.data, "base64"));
+      saved.set(img, path);
+    }
+  }
+  const json = {
+    ref: hit.ref,
+    label: hit.label,
+    key: hit.key,
+    shortRef: hit.shortRef ?? null,
+    aliasOf: hit.aliasOf ?? null,
+    legacy: hit.legacy,
+    record: hit.record,
+    output: output.text,
+    outputSource: body.source,
+    ...(body.sidecarPath ? { sidecarPath: body.sidecarPath } : {}),
+    ...(body.sidecarError ? { sidecarError: body.sidecarError } : {}),
+    truncated: output.truncation ? { shownLines: output.truncation.shownLines, totalLines: output.truncation.totalLines, by: output.truncation.by } : null,
+    images: images.map((img) => ({
+      entryId: img.entryId,
+      line: img.line,
+      block: img.block,
+      mimeType: img.mimeType,
+      bytes: img.bytes,
+      savedTo: saved.get(img) ?? null,
+    })),
+  };
+  return { body, output, imageLines: imageLines(images, saved), json };
 }
 
 export function registerQuery(program: Command, exit: ExitState): void {
@@ -31,6 +94,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .argument("<refs...>", "short refs like t3, occurrence keys like bash_23@1745251200000, or raw tool-call ids")
     .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
+    .option("--save-images <dir>", "write the images of the recovered tool results into this folder (the text names where they are)")
     .addOption(
       new Option("--format <format>", "text: readable blocks; tool: exactly what the extension's context_tree_query returns")
         .choices(["text", "tool"])
@@ -63,6 +127,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];
     const unknown: { ref: string; reason: string }[] = [];
+    const occurrences = contextOccurrences(projectBranch(session.branch));
+    if (options.saveImages !== undefined) mkdirSync(options.saveImages, { recursive: true });
     for (const ref of refs) {
       const lookup = lookupRef(indexer, ref);
       if (lookup.unknown) {
@@ -70,29 +136,9 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, real, session.id) : [];
-        const body = recordBody(hit.record, candidates, readText);
-        const output = shownOutput(body.text, full);
-        if (options.json) {
-          results.push({
-            ref: hit.ref,
-            label: hit.label,
-            key: hit.key,
-            shortRef: hit.shortRef ?? null,
-            aliasOf: hit.aliasOf ?? null,
-            legacy: hit.legacy,
-            record: hit.record,
-            output: output.text,
-            outputSource: body.source,
-            ...(body.sidecarPath ? { sidecarPath: body.sidecarPath } : {}),
-            ...(body.sidecarError ? { sidecarError: body.sidecarError } : {}),
-            truncated: output.truncation
-              ? { shownLines: output.truncation.shownLines, totalLines: output.truncation.totalLines, by: output.truncation.by }
-              : null,
-          });
-        } else {
-          blocks.push(formatQueryBlock(hit, body, output, out.c));
-        }
+        const shown = showHit(hit, { session, real, occurrences, readText, full, saveImages: options.saveImages });
+        if (options.json) results.push(shown.json);
+        else blocks.push(formatQueryBlock(hit, shown.body, shown.output, out.c, shown.imageLines));
       }
     }
     if (options.json) out.printJson({ session: session.path, results, unknown });

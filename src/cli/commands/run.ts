@@ -198,7 +198,7 @@ function totalsRow(
       skippedOversized: sum((r) => r.batches.skippedOversized),
       failed: sum((r) => r.batches.failed),
     },
-    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0 },
+    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
     chains: { compressed: sum((r) => r.chains?.compressed ?? 0), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     // Each session's figure for the target it used.
     context: {
@@ -211,6 +211,32 @@ function totalsRow(
   const entries = sum((r) => r.entriesAppended);
   const written = results.every((r) => r.dryRun) ? `would add ${entries}` : `+${entries}`;
   return row(total, out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`), written).map(String);
+}
+
+const LISTED_RECOVERIES = 5;
+
+/**
+ * What a run left as it was, and why: summaries withheld because the context would have grown,
+ * results the render removes that were indexed for recovery (with the ref to query), calls left
+ * raw for a shared occurrence key or for error purge.
+ */
+function keptLines(r: RunFileResult, out: Output): string[] {
+  const lines: string[] = [];
+  if (r.withheld) lines.push(out.c.yellow(`${r.session}: ${r.withheld.reason}`));
+  for (const rec of r.recovered.slice(0, LISTED_RECOVERIES)) {
+    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; indexed as ${rec.ref} — condense query ${rec.ref}`);
+  }
+  if (r.recovered.length > LISTED_RECOVERIES)
+    lines.push(`${r.session}: and ${r.recovered.length - LISTED_RECOVERIES} more removed results indexed (--json lists them)`);
+  if (r.calls.ambiguous > 0) {
+    lines.push(
+      `${r.session}: ${r.calls.ambiguous} call(s) left raw: their result shares its id and timestamp with another result, so a stub could not tell them apart`,
+    );
+  }
+  if (r.calls.keptForErrorPurge > 0) {
+    lines.push(`${r.session}: ${r.calls.keptForErrorPurge} failed call(s) left raw: error purge takes their arguments, which a stub would bring back`);
+  }
+  return lines;
 }
 
 /** The human report: one row per session, then totals when there are several. */
@@ -253,6 +279,7 @@ function formatReport(results: RunFileResult[], out: Output): string {
       );
     }
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
+    lines.push(...keptLines(r, out));
   }
   return lines.join("\n");
 }
