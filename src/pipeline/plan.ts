@@ -9,7 +9,6 @@ import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
 import type { RecoveryOptions } from "../context/vocabulary.js";
-import { convertToLlm, projectBranch } from "../context/projection.js";
 import { contextEditEntry, contextEditsEntry, diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
 import { ownContextEditIds } from "../entries/read.js";
 import { planContextEdits, type ContextEditPlan } from "../render/context-edits.js";
@@ -28,6 +27,8 @@ import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
 import type { TargetDecision } from "./target.js";
 import type { SessionView } from "./view.js";
+
+type ContextSize = ReturnType<typeof sizeMessages>;
 
 export interface PlanOptions {
   summarizer: Summarizer;
@@ -90,10 +91,20 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
   });
   let plan = full;
   let withheld: RunReport["withheld"] = null;
-  if (pruning.length > 0 && sizeMessages(full.after.after).chars > sizeMessages(before.after).chars) {
-    // Summaries and chains would grow the context: plan only what leaves it as it is.
-    plan = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
-    withheld = grewBy(before, full.after, flush, chains);
+  // What Pi sends for the target: stock Pi's own projection for `pi`, the extension's render otherwise.
+  const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
+  const sent = (p: Finished) => sizeMessages(forStockPi ? p.piOnlyAfter : p.after.after);
+  const from = sizeMessages(forStockPi ? before.before : before.after);
+  const to = sent(full);
+  if (pruning.length > 0 && to.chars > from.chars) {
+    // Summaries and chains would grow the context: plan only what leaves it as it is — for stock
+    // Pi, unless that plan sends more still (its stubs of outputs already indexed can be longer than
+    // the outputs, as the extension's are): the smaller of the two, the same choice on every run.
+    const without = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
+    if (!forStockPi || sent(without).chars < to.chars) {
+      plan = without;
+      withheld = grewBy(from, to, flush, chains);
+    }
   }
   const sidecars = [...(plan === full ? [...flush.sidecars, ...(chains?.sidecars ?? [])] : []), ...plan.recovery.sidecars];
   const report = runReport({
@@ -142,12 +153,16 @@ function finishPlan(
   const draft = chainEntries(view.session, parts.pruning, nowIso);
   const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
-  const diagnostics = unrecordedDiagnostics(view.branch, [...after.diagnostics, ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))]);
   const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail];
   const native = (options.target ?? EXTENSION_ONLY).used === "pi" ? nativeStep(view, payloads, options) : null;
+  // Stock Pi's edits change what the extension sees: a later run reads the diagnostics of that render too.
+  const final = native?.payloads.length
+    ? renderBranch([...view.branch, ...chainEntries(view.session, [...payloads, ...native.payloads], nowIso)], view.config)
+    : after;
+  const found = [...after.diagnostics, ...(final === after ? [] : final.diagnostics), ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))];
+  const diagnostics = unrecordedDiagnostics(view.branch, found);
   const entries = chainEntries(view.session, [...payloads, ...(native?.payloads ?? []), ...diagnostics.map(diagnosticEntry)], nowIso);
-  const piOnlyAfter = native ? convertToLlm(projectBranch([...view.branch, ...entries]).map((i) => i.message)) : after.before;
-  return { entries, after, recovery, edits: native?.plan ?? null, piOnlyAfter };
+  return { entries, after, recovery, edits: native?.plan ?? null, piOnlyAfter: final.before };
 }
 
 /**
@@ -173,10 +188,8 @@ function nativeStep(view: SessionView, payloads: NewEntry[], options: PlanOption
   return { payloads: [...edits, contextEditsEntry({ editIds: chained.map((e) => e.id) })], plan };
 }
 
-/** Why summaries and chains were withheld: the render would have grown. */
-function grewBy(before: Rendered, after: Rendered, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
-  const from = sizeMessages(before.after);
-  const to = sizeMessages(after.after);
+/** Why summaries and chains were withheld: what Pi sends would have grown from `from` to `to`. */
+function grewBy(from: ContextSize, to: ContextSize, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
   return {
     reason:
       `the rendered context would grow from ${from.chars.toLocaleString("en-US")} to ${to.chars.toLocaleString("en-US")} chars ` +

@@ -128,8 +128,8 @@ export function summaryTexts(fileText: string): string[] {
 
 /**
  * Tool results a context edit condense wrote replaced (stubbed or omitted) whose original output
- * `condense query <id@timestamp>` cannot print: not in the index. (Results no call answers are
- * omitted without ever being indexed — the extension drops them too.)
+ * `condense query` cannot print: not in the index, neither by `id@timestamp` nor as a recovery
+ * record (`id#n@timestamp`, whose short ref query prints).
  */
 export async function unrecoverableResults(file: string): Promise<string[]> {
   const session = await loadSession(file);
@@ -142,7 +142,9 @@ export async function unrecoverableResults(file: string): Promise<string[]> {
     const m = target?.type === "message" ? (target.message as Msg) : undefined;
     if (m?.role !== "toolResult") continue;
     const key = `${m.toolCallId}@${m.timestamp}`;
-    if (lookupRef(indexer, key).unknown) missing.push(key);
+    // A recovery record is stored as `id#n@timestamp` where `id@timestamp` would be ambiguous (prune/recovery.ts).
+    const disambiguated = [...indexer.records.keys()].some((k) => k.startsWith(`${m.toolCallId}#`) && k.endsWith(`@${m.timestamp}`));
+    if (lookupRef(indexer, key).unknown && !disambiguated) missing.push(key);
   }
   return missing;
 }
