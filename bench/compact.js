@@ -2,8 +2,8 @@
 /**
  * Bench section "compact": for every shared session, `condense compact` with Pi's default
  * settings and the zero-model summary — whether Pi itself would auto-compact it (its window from
- * pi-ai's registry), where the cut lands, and Pi's estimate of the context before → after the
- * compaction entry, with the time it took. Sessions are compacted on temp copies (v1/v2 files
+ * pi-ai's registry), where the cut lands, and the context Pi sends before → after the compaction
+ * entry (the measure every command reports: Pi's estimate per message, summed), with the time it took. Sessions are compacted on temp copies (v1/v2 files
  * migrated to a v3 `--output` copy, as `compact --migrate --output` does); the shared files are
  * never written.
  *
@@ -57,8 +57,8 @@ export async function benchCompact() {
           split: r.isSplitTurn,
           summarized: r.messagesToSummarize,
           files: r.readFiles.length + r.modifiedFiles.length,
-          before: r.context.before,
-          after: r.context.after,
+          before: r.context.before.tokens,
+          after: r.context.after.tokens,
           summaryChars: r.summaryChars,
           ms: performance.now() - t0,
         });

@@ -319,6 +319,21 @@ const sections = [
     c.summary.push(`render / read = ${ratio(r.ratio)}  [largest shared session after run]`);
   },
 
+  async function summaryQuality(c) {
+    if (!c.largest) {
+      console.log("\n[summary quality] skipped: ../shared/sessions is absent");
+      return;
+    }
+    const { benchQuality, formatQuality } = await import("./quality.js");
+    console.log(
+      "\n[summary quality] of the paths, error lines and exit codes in the outputs a deterministic run prunes, the share\n" +
+        "  still in the context Pi sends after it, and how much smaller that context is; beside it plain masking (stubs only)",
+    );
+    const lines = formatQuality(await benchQuality());
+    for (const line of lines) console.log(`  ${line}`);
+    c.summary.push(lines[lines.length - 1]);
+  },
+
   async function compact(c) {
     if (!c.largest) {
       console.log("\n[compact, every shared session] skipped: ../shared/sessions is absent");
@@ -326,7 +341,7 @@ const sections = [
     }
     const { benchCompact, formatCompactRows } = await import("./compact.js");
     const rows = await benchCompact();
-    console.log("\n[compact, every shared session] Pi's defaults, zero-model summary; context = Pi's estimate (tokens) before → after");
+    console.log("\n[compact, every shared session] Pi's defaults, zero-model summary; context = what Pi sends (~tokens) before → after");
     for (const line of formatCompactRows(rows)) console.log(`  ${line}`);
     const done = rows.filter((r) => r.status === "compacted");
     const sum = (f) => done.reduce((t, r) => t + f(r), 0);

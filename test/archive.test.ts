@@ -2,6 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sessionLabels } from "../src/cli/output.js";
 import { REPO_ROOT, SHARED_SESSIONS, copyInto, runCli, tempDir } from "./cli-capture.js";
 
 const NOW = "2026-03-01T00:00:00.000Z";
@@ -61,7 +62,13 @@ describe("metrics over an archive", () => {
   it("prints one row per file and a totals row naming the failures", async () => {
     const r = await runCli("metrics", tmp.dir, "--jobs", "2");
     expect(r.code).toBe(1);
-    for (const f of shared) expect(r.stdout).toContain(f);
+    // Each row starts with the session's label: short id (its file name when two files share the
+    // id), date, then name or first prompt (cut to fit).
+    const doc = JSON.parse((await runCli("metrics", tmp.dir, "--jobs", "2", "--json")).stdout);
+    const labels = sessionLabels(doc.sessions);
+    const rows = r.stdout.split("\n").filter((l) => l.startsWith("│ ") && !l.startsWith("│ session"));
+    expect(rows).toHaveLength(shared.length + 2);
+    for (const [i, label] of labels.entries()) expect(rows[i].startsWith(`│ ${label.slice(0, 30)}`)).toBe(true);
     expect(r.stdout).toContain(`total (${shared.length + 1}, 2 failed)`);
     expect(r.stderr).toContain(`error: ${bad.empty}: the file is empty`);
   });

@@ -15,7 +15,7 @@ import {
 } from "../src/report/budget.js";
 import { lineOf } from "../src/report/session-metrics.js";
 import { openSession } from "../src/session/open.js";
-import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
+import { runCliWith, SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
 beforeAll(loadModelRegistry);
 
@@ -206,9 +206,15 @@ describe("condense budget", () => {
     expect(s.rows[0].level).toBe(100_000);
   });
 
-  it("prints a table, a summary and a chart", async () => {
-    const r = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"));
+  it("prints who, the context before → after, a table, a summary and a chart", async () => {
+    const r = await runCliWith({ COLUMNS: "200" }, "budget", fixture("budget-200k-threshold-delta.jsonl"));
     expect(r.code).toBe(0);
+    const doc = JSON.parse((await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--json")).stdout);
+    expect(r.stdout.split("\n").slice(0, 3)).toEqual([
+      "budget-2 2026-01-01 Refactor the parser.",
+      fixture("budget-200k-threshold-delta.jsonl"),
+      `context Pi sends: ${doc.context.before.tokens.toLocaleString("en-US")} ~tokens now → ${doc.context.after.tokens.toLocaleString("en-US")} after \`condense run\` (0%)`,
+    ]);
     expect(r.stdout).toContain("   3  b0000006     7  anthropic/claude-sonnet-4-5  115,999  200,000  147,000     58.0%   +4.0  delta");
     expect(r.stdout).toContain(
       "3 flushes (1 budget, 2 delta) over 5 evaluated of 5 tool-using turns; first flush: turn 3 (delta, entry b0000006, line 7); peak tokens: 147,000 at turn 5",
@@ -226,9 +232,21 @@ describe("condense budget", () => {
   it("rejects bad values with exit 2", async () => {
     const t = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--threshold", "1.5");
     expect(t.code).toBe(2);
-    expect(t.stderr).toContain("--threshold: invalid value 1.5 for autoBudgetThreshold: expected a number in (0, 1], or null to disable");
+    expect(t.stderr).toContain("--threshold: a bare number is a fraction above 0 and at most 1; for 1.5 percent write 1.5% (or 0.015)");
+    const z = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--delta", "0%");
+    expect(z.code).toBe(2);
+    expect(z.stderr).toContain('--delta: expected a fraction above 0 and at most 1 (0.8) or a percentage (80%), got "0%"');
     const w = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--context-window", "0");
     expect(w.code).toBe(2);
-    expect(w.stderr).toContain("--context-window: expected a positive integer");
+    expect(w.stderr).toContain('--context-window: expected a token count of at least 1 such as 120000, 120k or 1.2M, got "0"');
+  });
+
+  it("takes shares as fractions or percentages and windows as 200k", async () => {
+    const a = JSON.parse((await runCli("budget", fixture("budget-1m-window-cap.jsonl"), "--threshold", "40%", "--json")).stdout);
+    const b = JSON.parse((await runCli("budget", fixture("budget-1m-window-cap.jsonl"), "--threshold", "0.4", "--json")).stdout);
+    expect(a.threshold).toBe(0.4);
+    expect(a.rows).toEqual(b.rows);
+    const w = JSON.parse((await runCli("budget", fixture("budget-1m-window-cap.jsonl"), "--context-window", "0.2M", "--json")).stdout);
+    expect(w.contextWindow).toBe(200_000);
   });
 });

@@ -7,7 +7,9 @@ import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
+import { compressChains } from "../src/chain/compress.js";
 import { projectBranch } from "../src/context/projection.js";
+import { RECOVERY_HINT } from "../src/context/vocabulary.js";
 import { ToolCallIndexer } from "../src/prune/indexer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { CUSTOM_TYPES } from "../src/entries/types.js";
@@ -18,6 +20,7 @@ import { renderBranch } from "../src/render/render.js";
 import { planRun } from "../src/pipeline/plan.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
+import { chainEntries } from "../src/session/writer.js";
 import { deterministicSummarizer } from "../src/summarize/deterministic.js";
 import type { Summarizer } from "../src/summarize/types.js";
 import { cleanupTempDirs, dataOf, FIXTURES, firstTextOf, NOW_MS, runCli, runFixture, tempCopy } from "./chain-fixtures.js";
@@ -48,16 +51,14 @@ describe("five closed chains, window 3", () => {
       "- `t1` bash `npm run build` — OK, exit 2, 1,544 chars, 36 lines\n" +
       "  - src/foo.ts(3,10): error TS2304: Cannot find name 'Foo'.\n" +
       "  - Found 1 error.\n" +
-      "  - exit code: 2\n" +
+      "  - files: src/generated/schema.ts, src/foo.ts\n" +
       "- `t2` read `src/foo.ts` — OK, 1,440 chars, 61 lines";
+    // No summary covered it: each call under its ref, short outputs whole.
     const deterministic =
-      "Sub-task compressed without a model (no per-batch summary covered it). Every output below is recoverable by ref with context_tree_query.\n" +
-      "Calls: 2\n" +
-      "Tools: bash ×1, read ×1\n" +
-      "Time: 2026-01-01T10:00:09.000Z to 2026-01-01T10:00:11.000Z (2 s)\n" +
-      'First call: bash {"command":"ls test"}\n' +
-      'Last call: read {"path":"test/util.test.ts"}\n' +
-      "Refs: t4, t5";
+      "Sub-task compressed without a model (no per-batch summary covered it); each output below is recoverable by its ref.\n" +
+      "2 calls (bash ×1, read ×1) · 2026-01-01T10:00:09.000Z to 2026-01-01T10:00:11.000Z (2 s)\n" +
+      "- `t4` bash `ls test` — OK: store.test.ts ⏎ util.test.ts\n" +
+      "- `t5` read `test/util.test.ts` — OK: import { it } from 'vitest'; ⏎ it('adds', () => {});";
     expect(dataOf(run.appended, CUSTOM_TYPES.chain)).toEqual([
       {
         blockId: "b1",
@@ -231,14 +232,15 @@ describe("a chain no summary covers (behind the live extension's frontier)", () 
       finalAssistantTimestamp: T(7),
       toolRefs: ["t1", "t2", "t3"],
       compressedAt: NOW_MS,
+      // The spilled output is described by its size on disk; the failed read keeps its reason.
+      // No summary was written in this run, so the run's one recovery hint ends this body.
       rangeSummaryText:
-        "Sub-task compressed without a model (no per-batch summary covered it). Every output below is recoverable by ref with context_tree_query.\n" +
-        "Calls: 3\n" +
-        "Tools: read ×2, bash ×1\n" +
-        "Time: 2026-01-01T10:00:03.000Z to 2026-01-01T10:00:06.000Z (3 s)\n" +
-        'First call: bash {"command":"cat logs/app.log"}\n' +
-        'Last call: read {"path":"logs/missing.log"}\n' +
-        "Refs: t1, t2, t3",
+        "Sub-task compressed without a model (no per-batch summary covered it); each output below is recoverable by its ref.\n" +
+        "3 calls (read ×2, bash ×1) · 2026-01-01T10:00:03.000Z to 2026-01-01T10:00:06.000Z (3 s)\n" +
+        "- `t1` bash `cat logs/app.log` — OK, spilled, 930 bytes\n" +
+        "- `t2` read `logs/errors.log` — OK: ERROR disk full at 09:14\n" +
+        "- `t3` read `logs/missing.log` — ERROR: ENOENT: no such file or directory, open 'logs/missing.log'\n" +
+        `\n---\n${RECOVERY_HINT}`,
       bodySource: "deterministic",
       droppedOccurrenceKeys: [`call_1@${T(3)}`, `call_2@${T(5)}`, `call_3@${T(6)}`],
     });
@@ -332,11 +334,36 @@ describe("protected outputs", () => {
 });
 
 describe("ambiguous chain boundaries", () => {
-  it("an entry whose start timestamp matches two user messages drops nothing and reports unresolved-range", async () => {
+  it("run withholds a chain whose block would outweigh what it drops; the unresolved b7 drops nothing", async () => {
     const run = await runFixture("ambiguous-chain-boundaries.jsonl");
-    // The extension's b7 is in the registry; the next block id is b8 (chain 2, older than the window).
-    expect(dataOf(run.appended, CUSTOM_TYPES.chain)).toMatchObject([{ blockId: "b8", startUserTimestamp: T(5), toolRefs: ["t1"] }]);
+    // Chain 2's outputs are a few words: its block would make what Pi sends larger (352 → 723
+    // chars, context/size.ts), so run writes no chain.
+    expect(dataOf(run.appended, CUSTOM_TYPES.chain)).toEqual([]);
     const config = defaultConfig();
+    const rendered = renderBranch(run.after.branch, config);
+    expect(rendered.diagnostics.map((d) => d.dedupKey)).toEqual(["b7"]);
+    const projected = renderBranch(run.after.branch, { ...config, chainCompression: { ...config.chainCompression, enabled: false } }).after;
+    expect(rendered.after).toEqual(projected);
+  });
+
+  it("an entry whose start timestamp matches two user messages drops nothing and reports unresolved-range", async () => {
+    // The chain step itself, without run's growth check: the extension's b7 is in the registry; the
+    // next block id is b8 (chain 2, older than the window).
+    const session = await loadSession(path.join(FIXTURES, "ambiguous-chain-boundaries.jsonl"));
+    const config = defaultConfig();
+    const view = sessionView(session, config);
+    const compressed = await compressChains(view.items, view.indexer, {
+      config,
+      summarizer: deterministicSummarizer,
+      isProtected: view.isProtected,
+      concurrency: 1,
+      nowMs: NOW_MS,
+      targetPath: session.path,
+      sessionId: session.id,
+    });
+    const entries = chainEntries(session, compressed.entries, new Date(NOW_MS).toISOString());
+    expect(dataOf(entries, CUSTOM_TYPES.chain)).toMatchObject([{ blockId: "b8", startUserTimestamp: T(5), toolRefs: ["t1"] }]);
+    const run = { after: { branch: [...session.branch, ...entries] } };
     const rendered = renderBranch(run.after.branch, config);
     expect(rendered.diagnostics).toEqual([
       {

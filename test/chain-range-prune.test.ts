@@ -396,27 +396,40 @@ describe("compressChains", () => {
 });
 
 describe("deterministicChainBody", () => {
-  it("lists count, histogram, span, first and last call (cut at 200 chars), refs or bare ids", () => {
-    const long = { content: "x".repeat(300) };
-    const body = deterministicChainBody(
-      [
-        { toolName: "write", args: long, at: 5000 },
-        { toolName: "bash", args: { command: "ls" }, at: 1000 },
-        { toolName: "write", args: {}, at: 65_400 },
-      ],
-      [],
-      ["id1", "id2"],
-    );
-    expect(body.split("\n").slice(1)).toEqual([
-      "Calls: 3",
-      "Tools: write ×2, bash ×1",
-      "Time: 1970-01-01T00:00:01.000Z to 1970-01-01T00:01:05.400Z (64 s)",
-      'First call: bash {"command":"ls"}',
-      "Last call: write {}",
-      "Refs: id1, id2",
+  const call = (ref: string, toolName: string, args: unknown, resultText: string, at: number, isError = false) => ({
+    ref,
+    toolName,
+    args,
+    resultText,
+    isError,
+    at,
+  });
+
+  it("counts the calls and tools, spans the time, and describes each call under its ref (a dedup alias once)", () => {
+    const log = `${"compiling\n".repeat(40)}src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.\nFound 1 error.`;
+    const body = deterministicChainBody([
+      call("t2", "bash", { command: "npm run build" }, log, 5000, true),
+      call("t1", "bash", { command: "ls" }, "a.ts\nb.ts", 1000),
+      call("t3", "write", { path: "src/a.ts", content: "x".repeat(300) }, "Wrote src/a.ts", 158_400),
+      call("t1", "bash", { command: "ls" }, "a.ts\nb.ts", 160_000),
     ]);
-    expect(deterministicChainBody([{ toolName: "write", args: long, at: 1 }], ["t1"], []).split("\n")[4]).toBe(
-      `First call: write ${JSON.stringify(long).slice(0, 200)}…`,
-    );
+    expect(body.split("\n")).toEqual([
+      "Sub-task compressed without a model (no per-batch summary covered it); each output below is recoverable by its ref.",
+      "4 calls (bash ×3, write ×1) · 1970-01-01T00:00:01.000Z to 1970-01-01T00:02:40.000Z (2 min 39 s)",
+      "- `t2` bash `npm run build` — ERROR, 493 chars, 42 lines",
+      "  - src/a.ts(3,7): error TS2322: Type 'string' is not assignable to type 'number'.",
+      "  - Found 1 error.",
+      "  - files: src/a.ts",
+      "- `t1` bash `ls` — OK: a.ts ⏎ b.ts",
+      "- `t3` write `src/a.ts` — OK: Wrote src/a.ts",
+    ]);
+  });
+
+  it("one call: one time, no span, no first/last lines", () => {
+    expect(
+      deterministicChainBody([call("t9", "read", { path: "x.md" }, "hello", 1000)])
+        .split("\n")
+        .slice(1),
+    ).toEqual(["1 call (read) · 1970-01-01T00:00:01.000Z", "- `t9` read `x.md` — OK: hello"]);
   });
 });

@@ -18,9 +18,14 @@ export const tempDir = (prefix: string) => makeTempDir(prefix);
 
 /** Run `condense <args...>` in-process; colors off, no Pi settings. */
 export async function runCli(...args: string[]): Promise<CliRun> {
+  return runCliWith({}, ...args);
+}
+
+/** {@link runCli} with more environment variables (e.g. `COLUMNS`). */
+export async function runCliWith(env: Record<string, string | undefined>, ...args: string[]): Promise<CliRun> {
   const piDir = mkdtempSync(path.join(tmpdir(), "condense6-pi-"));
   try {
-    return await captureCli(args, { PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1" });
+    return await captureCli(args, { PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1", ...env });
   } finally {
     rmSync(piDir, { recursive: true, force: true });
   }

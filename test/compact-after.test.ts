@@ -61,7 +61,7 @@ describe("rescue: a session whose last request overflowed the window", () => {
 
     const sm = Pi.SessionManager.open(copyInto(tmp.dir, file, "rescued-pi.jsonl"));
     const estimate = PiCompaction.estimateProjectedContextTokens(sm.buildSessionProjection(), sm.getBranch()).tokens;
-    expect(estimate).toBe(report.context.after);
+    expect(estimate).toBe(report.piEstimate.after);
     expect(estimate).toBeLessThanOrEqual(200_000 - 16_384);
     expect(PiCompaction.shouldCompact(estimate, 200_000, PiCompaction.DEFAULT_COMPACTION_SETTINGS)).toBe(false);
     // Pi ignores an overflow recorded before its latest compaction (AgentSession._checkCompaction).

@@ -5,7 +5,7 @@
  *   messages to summarize, turn prefix, `tokensBefore`, read and modified files;
  * - after `compact` (on a copy), Pi's `SessionManager` opens the file and its `buildSessionContext`
  *   is [system message replay,] the new summary, then exactly the messages of the kept entries;
- *   Pi's own estimate of that context is the `context.after` condense reported;
+ *   Pi's own estimate of that context is the `piEstimate.after` condense reported;
  * - the zero-model summary names at least 90% of the files Pi's file tracking lists (all of them,
  *   in fact: the file tags are Pi's);
  * - a second `compact` finds the session already compacted and leaves the bytes alone.
@@ -69,7 +69,7 @@ describe("compact on every shared session and the compaction fixtures, against P
       const dry = await runCli("compact", file, "--dry-run", "--json", "--migrate", ...keepArgs);
       expect(dry.code, dry.stderr).toBe(0);
       const doc = JSON.parse(dry.stdout);
-      expect(doc.schema).toBe("condense.compact/1");
+      expect(doc.schema).toBe("condense.compact/2");
       const r = doc.sessions[0];
       expect(r.dryRun).toBe(true);
       expect(r.written).toBeNull();
@@ -147,10 +147,14 @@ describe("compact on every shared session and the compaction fixtures, against P
       const kept = projectedBefore.slice(keptIndex).flatMap((e: any) => e.messages.filter((m: any) => m.role !== "system"));
       expect(context.slice(head)).toEqual(kept);
       expect(piKeptIndex).toBeGreaterThanOrEqual(0);
-      // condense's figure for the context after is Pi's own estimate.
+      // condense's figure for Pi's trigger after is Pi's own estimate.
       const estimate = PiCompaction.estimateProjectedContextTokens(reopened.buildSessionProjection(), reopened.getBranch()).tokens;
-      expect(result.context.after).toBe(estimate);
-      expect(result.context.before).toBe(theirs.tokensBefore);
+      expect(result.piEstimate.after).toBe(estimate);
+      expect(result.piEstimate.before).toBe(theirs.tokensBefore);
+      // What Pi sends afterwards, in the measure every command reports: Pi's own per-message estimate
+      // of its own context after the compaction (the excluded `!!command` reaches no provider).
+      const sent = context.filter((m: any) => !(m.role === "bashExecution" && m.excludeFromContext));
+      expect(result.context.after.tokens).toBeLessThanOrEqual(sent.reduce((t: number, m: any) => t + PiCompaction.estimateTokens(m), 0));
 
       // Compacting again: Pi's "Already compacted", nothing written.
       if (!v1) {

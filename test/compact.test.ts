@@ -132,7 +132,10 @@ describe("compact: what it appends", () => {
       readFiles: ["test/store.test.ts"],
       modifiedFiles: ["src/store.ts"],
       tokensBefore: 7950,
-      context: { before: 7950, after: 684 },
+      // Pi's trigger compares its usage-based estimate (the provider counted the system prompt and tools too) …
+      piEstimate: { before: 7950, after: 684 },
+      // … the report shows what Pi sends, measured as every command measures it (context/size.ts).
+      context: { before: { messages: 20, chars: 5671, tokens: 1427 }, after: { messages: 7, chars: 2725, tokens: 684 } },
       fits: true,
       summaryChars: EXAMPLE_SUMMARY.length,
       usage: null,
@@ -172,7 +175,9 @@ describe("compact: what it appends", () => {
   it("a human report names the cut, the files and the context before → after", async () => {
     const r = await compact([copy("example-session.jsonl"), "--keep-recent-tokens", "400"]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/example-session\.jsonl\s+│ no\s+│ 013d3825 \(line 17\), split turn\s+│\s+11 \+ 3 │\s+1\/1 │\s+7,950 → 684 │ compacted/);
+    expect(r.stdout).toMatch(
+      /│ 0199c0de 2026-01-01 The test for deleting keys fails in kvstore\. Find out why and fix it\. │ no\s+│ 013d3825 \(line 17\), split turn\s+│\s+11 \+ 3 │\s+1\/1 │\s+1,427 → 684 \(-52%\) │ compacted/,
+    );
     expect(r.stdout).toContain("keepRecentTokens 400, reserveTokens 16,384");
   });
 
@@ -351,10 +356,26 @@ describe("compact --if-over: Pi's own trigger or a fraction of the window", () =
     const bare = await compact(["--if-over", copy("example-session.jsonl"), "--dry-run", "--json"]);
     expect(bare.code, bare.stderr).toBe(0);
     expect(JSON.parse(bare.stdout).sessions[0].status).toBe("nothing-to-compact");
-    for (const bad of ["0", "1.5", "-0.2"]) {
+    // A share is a fraction in (0, 1] or a percentage (README "Units"): 30% is 0.3.
+    const percent = await compact([
+      copy("example-session.jsonl"),
+      "--keep-recent-tokens",
+      "0.4k",
+      "--context-window",
+      "20k",
+      "--dry-run",
+      "--json",
+      "--if-over=30%",
+    ]);
+    expect(JSON.parse(percent.stdout).sessions[0].status).toBe("compacted");
+    for (const [bad, message] of [
+      ["0", '--if-over: expected a fraction above 0 and at most 1 (0.8) or a percentage (80%), got "0"'],
+      ["1.5", "--if-over: a bare number is a fraction above 0 and at most 1; for 1.5 percent write 1.5% (or 0.015)"],
+      ["-0.2", '--if-over: expected a fraction above 0 and at most 1 (0.8) or a percentage (80%), got "-0.2"'],
+    ]) {
       const r = await compact([copy("example-session.jsonl"), `--if-over=${bad}`]);
       expect(r.code).toBe(2);
-      expect(r.stderr).toContain("--if-over: expected a fraction of the context window in (0, 1]");
+      expect(r.stderr).toContain(message);
     }
   });
 
@@ -440,7 +461,7 @@ describe("compact: Pi's settings", () => {
     expect(r.stderr).toContain(`${path.join(piDir, "settings.json")}: invalid compaction.reserveTokens -5: expected a non-negative integer (tokens)`);
     const flag = await compact([file, "--keep-recent-tokens", "lots"], piDir);
     expect(flag.code).toBe(2);
-    expect(flag.stderr).toContain('--keep-recent-tokens: expected a non-negative integer (tokens), got "lots"');
+    expect(flag.stderr).toContain('--keep-recent-tokens: expected a token count such as 120000, 120k or 1.2M, got "lots"');
   });
 
   it("reads and merges like Pi's SettingsManager (nested objects merged, the rest replaced, broken files reported)", () => {

@@ -2,7 +2,7 @@
  * Shared test helpers: temp folders, Pi's own modules (imported by file path, since the package
  * does not import by name on Node 20), and independent byte-level facts about JSONL files.
  */
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -10,6 +10,17 @@ import { pathToFileURL } from "node:url";
 export const REPO_ROOT = path.resolve(__dirname, "..");
 export const FIXTURES = path.join(REPO_ROOT, "fixtures");
 export const SHARED_SESSIONS = path.resolve(__dirname, "../../shared/sessions");
+/** The shared session Pi refuses to open (no header). */
+export const HEADERLESS_SHARED = "gjc-01-youtube-transcript-extraction.v3.jsonl";
+
+/** The shared sessions' file names, sorted; none when the folder is absent. */
+export function sharedSessionFiles(): string[] {
+  return existsSync(SHARED_SESSIONS)
+    ? readdirSync(SHARED_SESSIONS)
+        .filter((f) => f.endsWith(".jsonl"))
+        .sort()
+    : [];
+}
 
 const PI_CORE = path.join(REPO_ROOT, "node_modules/@earendil-works/pi-coding-agent/dist/core");
 

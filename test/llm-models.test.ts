@@ -229,7 +229,7 @@ describe("credentials", () => {
   it("a missing key names the environment variables pi-ai looks for", async () => {
     const setup = loadModelSetup(env());
     expect(await usageMessage(prepareModel(setup, parseModelRef("openai/gpt-4o-mini"), "--model"))).toBe(
-      `no API key for provider "openai": set OPENAI_API_KEY, store a key in ${AUTH()} as {"openai": {"type": "api_key", "key": "..."}}, ` +
+      `--model openai/gpt-4o-mini: no API key for provider "openai": set OPENAI_API_KEY, store a key in ${AUTH()} as {"openai": {"type": "api_key", "key": "..."}}, ` +
         `or give the provider an "apiKey" in models.json (a local server that needs no key still needs a placeholder such as "none")`,
     );
     expect(await usageMessage(prepareModel(setup, parseModelRef("anthropic/claude-haiku-4-5"), "--model"))).toContain(
@@ -242,7 +242,7 @@ describe("credentials", () => {
     const ref = parseModelRef("anthropic/claude-haiku-4-5");
     expect(await usageMessage(prepareModel(loadModelSetup(env()), ref, "--model"))).toMatch(
       new RegExp(
-        `^provider "anthropic" is signed in with OAuth in ${AUTH().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}; condense cannot refresh OAuth tokens\\. Use an API key instead: set one of ANTHROPIC_AUTH_TOKEN`,
+        `^--model anthropic/claude-haiku-4-5: provider "anthropic" is signed in with OAuth in ${AUTH().replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}; condense cannot refresh OAuth tokens\\. Use an API key instead: set one of ANTHROPIC_AUTH_TOKEN`,
       ),
     );
     expect((await prepareModel(loadModelSetup(env({ ANTHROPIC_API_KEY: "sk-env" })), ref, "--model")).auth.apiKey).toBe("sk-env");
@@ -265,7 +265,7 @@ describe("credentials", () => {
     expect(prepared.auth).toEqual({ apiKey: "k1", headers: { "X-Team": "core", Authorization: "Bearer k1" }, source: path.join(dir, "models.json") });
     expect(prepared.model.headers).toEqual({ "X-Model": "fixed" });
     expect(await usageMessage(prepareModel(loadModelSetup(env({ LOCAL_KEY: "k1" })), parseModelRef("local/m"), "--model"))).toBe(
-      `provider "local" in ${path.join(dir, "models.json")} header "X-Team": environment variable TEAM is not set`,
+      `--model local/m: provider "local" in ${path.join(dir, "models.json")} header "X-Team": environment variable TEAM is not set`,
     );
   });
 
@@ -312,6 +312,13 @@ describe("choosing the summarizer", () => {
     expect((await createSummarizer({ model: "openai/gpt-4o-mini" }, defaultConfig(), session, { env: e })).name).toBe("openai/gpt-4o-mini");
     expect(
       await usageMessage(createSummarizer({ model: "openai/gpt-4o-mini", fallbackModel: "anthropic/claude-haiku-4-5" }, defaultConfig(), session, { env: e })),
-    ).toMatch(/^no API key for provider "anthropic": /);
+    ).toMatch(/^--fallback-model anthropic\/claude-haiku-4-5: no API key for provider "anthropic": /);
+  });
+
+  it("with --summarizer llm and no model named, a missing key says the provider is the session's own model's", async () => {
+    const session = await loadSession(FIXTURE);
+    expect(await usageMessage(createSummarizer({ kind: "llm" }, defaultConfig(), session, { env: env() }))).toMatch(
+      /^the session's model anthropic\/[\w.-]+ \(with summarizerModel "default" the summarizer uses the model the session ran on; name another with --model provider\/id\): no API key for provider "anthropic": /,
+    );
   });
 });

@@ -16,6 +16,7 @@ import {
   type TranscriptContext,
 } from "@earendil-works/pi-ai";
 import { defaultConfig, type PruneConfig } from "../src/config/config.js";
+import { RECOVERY_HINT } from "../src/context/vocabulary.js";
 import { planRun } from "../src/pipeline/plan.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
@@ -27,8 +28,8 @@ import { loose } from "./helpers.js";
 
 const FIXTURE = path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl");
 const NOW = Date.parse("2026-02-01T00:00:00.000Z");
-const FOOTER = (refs: string[]) =>
-  `\n\n---\nPruned tool outputs: ${refs.map((r) => `\`${r}\``).join(", ")}\nFull original outputs: call \`context_tree_query\` with these refs (or run \`condense query <ref>\`).`;
+/** The run's one recovery hint, at the end of its last summary (docs/design.md "Recovery hints"). */
+const HINT = `\n\n---\n${RECOVERY_HINT}`;
 
 function userText(context: TranscriptContext): string {
   return context.messages
@@ -149,11 +150,10 @@ describe("label substitution", () => {
         "- the right number with the wrong name\n" +
         "  * `t2` the read, case-insensitive name\n" +
         "see **** mid-line\n" +
-        "```\n[[1:bash]] inside a fence\n```" +
-        FOOTER(["t1", "t2"]),
+        "```\n[[1:bash]] inside a fence\n```",
     );
-    expect(summaries(plan)[1]).toBe(`- \`t3\` applyDiscount( is called in 28 modules under src/${FOOTER(["t3"])}`);
-    expect(summaries(plan)[2]).toBe(`- \`t4\` \`npm test\`: 32 passed, exit code 0${FOOTER(["t4"])}`);
+    expect(summaries(plan)[1]).toBe("- `t3` applyDiscount( is called in 28 modules under src/");
+    expect(summaries(plan)[2]).toBe(`- \`t4\` \`npm test\`: 32 passed, exit code 0${HINT}`);
     expect(plan.report.batches).toMatchObject({ captured: 3, summarized: 3, failed: 0 });
     expect(plan.report.summarizer).toBe("p/m");
   });
@@ -165,7 +165,7 @@ describe("unusable answers", () => {
     const plan = await run(summarizerFor(faux));
     expect(plan.report.batches).toMatchObject({ captured: 3, summarized: 2, failed: 1 });
     expect(plan.report.failures).toEqual([{ turnIndex: 0, reason: "unusable: p/m: empty answer" }]);
-    expect(summaries(plan)).toEqual([GOOD[2].replace("[[1:grep]]", "`t1`") + FOOTER(["t1"]), GOOD[3].replace("[[1:bash]]", "`t2`") + FOOTER(["t2"])]);
+    expect(summaries(plan)).toEqual([GOOD[2].replace("[[1:grep]]", "`t1`"), GOOD[3].replace("[[1:bash]]", "`t2`") + HINT]);
     // The frontier stays before the failed batch, so the next run captures it again.
     expect(customOf(plan, "context-prune-frontier")).toEqual([]);
     expect(faux.state.callCount).toBe(3); // an unusable answer is not retried
@@ -188,7 +188,7 @@ describe("unusable answers", () => {
     const plan = await run(summarizerFor(faux));
     expect(plan.report.batches).toMatchObject({ summarized: 2, skippedOversized: 1, failed: 0 });
     expect(summaries(plan)).toHaveLength(2);
-    expect(summaries(plan)[1]).toBe(`- \`t3\` \`npm test\`: 32 passed, exit code 0${FOOTER(["t3"])}`);
+    expect(summaries(plan)[1]).toBe(`- \`t3\` \`npm test\`: 32 passed, exit code 0${HINT}`);
     const frontier = customOf(plan, "context-prune-frontier")[0].data as Record<string, unknown>;
     expect(frontier).toMatchObject({ lastAttemptedToolCallId: "toolu_04", attemptedBatchCount: 3, outcome: "summarized" });
     expect(plan.report.usage.calls).toBe(3); // the oversized answer was still a model call
@@ -217,7 +217,7 @@ describe("retries and the outage fallback", () => {
     expect(notices).toEqual([
       "primary/m is failing (primary/m: 503 Service Unavailable: overloaded (3 attempts)); summarizing with backup/m instead, trying primary/m again every 10 min",
     ]);
-    expect(summaries(plan)[0]).toBe(GOOD[1].replace("[[1:bash]]", "`t1`").replace("[[2:read]]", "`t2`") + FOOTER(["t1", "t2"]));
+    expect(summaries(plan)[0]).toBe(GOOD[1].replace("[[1:bash]]", "`t1`").replace("[[2:read]]", "`t2`"));
   });
 
   it("probes the primary after the cooldown and goes back to it when it answers", async () => {
@@ -355,14 +355,15 @@ describe("options and cancellation", () => {
     expect(primary.state.callCount + backup.state.callCount).toBe(0);
   });
 
-  it("fuses range summaries through the same path", async () => {
+  it("fuses range summaries through the same path, without the recovery hint", async () => {
     let seen = "";
     const faux = scripted("p", (_b, context) => {
       seen = userText(context);
       return fauxAssistantMessage("Found the discount bug (`t1`, `t2`) and fixed it (`t4`).");
     });
-    const result = await summarizerFor(faux).fuseRange([`- \`t1\` a${FOOTER(["t1"])}`, "- `t4` b"]);
+    const footer = "\n\n---\nAlso pruned here: `t2`.";
+    const result = await summarizerFor(faux).fuseRange([`- \`t1\` a${footer}\n${RECOVERY_HINT}`, `- \`t4\` b${HINT}`]);
     expect(result).toEqual({ ok: true, text: "Found the discount bug (`t1`, `t2`) and fixed it (`t4`).", usage: expect.any(Object) });
-    expect(seen).toBe(`<step-summaries>\n- \`t1\` a${FOOTER(["t1"])}\n\n- \`t4\` b\n</step-summaries>`);
+    expect(seen).toBe(`<step-summaries>\n- \`t1\` a${footer}\n\n- \`t4\` b\n</step-summaries>`);
   });
 });

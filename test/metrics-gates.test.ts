@@ -3,30 +3,42 @@ import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { fixture, runCli, tempDir } from "./cli-capture.js";
 
-// metrics-one-open-chain.jsonl: frontier gap 143, chain share 100%, open thinking 75,
-// context after pruning 552 tokens, no structural diagnostics.
+// metrics-one-open-chain.jsonl: frontier gap 35, chain share 100%, open thinking 29,
+// context after `run` 98 tokens, no structural diagnostics (see metrics.test.ts).
 const OPEN = fixture("metrics-one-open-chain.jsonl");
 // diagnostics-shapes.jsonl: 5 structural faults.
 const SHAPES = fixture("diagnostics-shapes.jsonl");
 
-const gates: [flag: string, metric: string, value: number][] = [
-  ["--max-frontier-gap", "frontierGapTokens", 143],
-  ["--max-chain-share", "largestChainSharePct", 100],
-  ["--max-open-thinking", "openCycleThinkingTokens", 75],
-  ["--max-context", "context.after.tokens", 552],
+// [flag, metric, value, the limit just below it, the limit equal to it, as printed]
+const gates: [flag: string, metric: string, value: string, below: string, equal: string][] = [
+  ["--max-frontier-gap", "frontierGapTokens", "35", "34", "35"],
+  ["--max-chain-share", "largestChainSharePct", "100%", "99%", "100%"],
+  ["--max-open-thinking", "openCycleThinkingTokens", "29", "28", "29"],
+  ["--max-context", "context.after.tokens", "98", "97", "98"],
 ];
 
 describe("CI gates: exit 3 when a limit is crossed, 0 when not", () => {
-  it.each(gates)("%s crossed (limit = value − 1)", async (flag, metric, value) => {
-    const r = await runCli("metrics", OPEN, flag, String(value - 1));
+  it.each(gates)("%s crossed (limit = value − 1)", async (flag, metric, value, below) => {
+    const r = await runCli("metrics", OPEN, flag, below);
     expect(r.code).toBe(3);
-    expect(r.stderr).toContain(`error: limit crossed: ${OPEN}: ${metric} = ${value} exceeds ${flag} ${value - 1}`);
+    expect(r.stderr).toContain(`error: limit crossed: ${OPEN}: ${metric} = ${value} exceeds ${flag} ${below}`);
   });
 
-  it.each(gates)("%s not crossed (limit = value)", async (flag, _metric, value) => {
-    const r = await runCli("metrics", OPEN, flag, String(value));
+  it.each(gates)("%s not crossed (limit = value)", async (flag, _metric, _value, _below, equal) => {
+    const r = await runCli("metrics", OPEN, flag, equal);
     expect(r.code).toBe(0);
     expect(r.stderr).not.toContain("limit crossed");
+  });
+
+  it.each([
+    ["--max-context", "0.09k", 3],
+    ["--max-context", "0.1k", 0],
+    ["--max-context", "97", 3],
+    ["--max-frontier-gap", "1k", 0],
+    ["--max-chain-share", "0.99", 3],
+    ["--max-chain-share", "1", 0],
+  ])("%s %s: token counts take k/M, shares a fraction or a percentage (exit %i)", async (flag, value, code) => {
+    expect((await runCli("metrics", OPEN, flag, value)).code).toBe(code);
   });
 
   it("--fail-on-diagnostics crossed by a session with faults, naming them", async () => {
@@ -46,13 +58,26 @@ describe("CI gates: exit 3 when a limit is crossed, 0 when not", () => {
   });
 
   it("--json lists every crossing with session, metric, flag, value and limit", async () => {
-    const r = await runCli("metrics", OPEN, SHAPES, "--json", "--jobs", "1", "--max-chain-share", "80", "--max-open-thinking", "100", "--fail-on-diagnostics");
+    const r = await runCli(
+      "metrics",
+      OPEN,
+      SHAPES,
+      "--json",
+      "--jobs",
+      "1",
+      "--max-chain-share",
+      "0.8",
+      "--max-open-thinking",
+      "0.1k",
+      "--fail-on-diagnostics",
+    );
     expect(r.code).toBe(3);
     const doc = JSON.parse(r.stdout);
+    // The chain share limit is kept as a percentage, like the metric it is compared with.
     expect(doc.gates.limits).toEqual({ maxChainShare: 80, maxOpenThinking: 100, failOnDiagnostics: true });
     expect(doc.gates.crossed).toEqual([
       { session: OPEN, metric: "largestChainSharePct", flag: "--max-chain-share", value: 100, limit: 80 },
-      { session: SHAPES, metric: "largestChainSharePct", flag: "--max-chain-share", value: 86, limit: 80 },
+      { session: SHAPES, metric: "largestChainSharePct", flag: "--max-chain-share", value: 100, limit: 80 },
       {
         session: SHAPES,
         metric: "diagnosticFaults",
@@ -72,7 +97,7 @@ describe("exit code precedence and bad limits", () => {
   it("a failed file (exit 1) wins over a crossed limit (3); the other sessions are still reported", async () => {
     const empty = path.join(tmp.dir, "empty.jsonl");
     writeFileSync(empty, "");
-    const r = await runCli("metrics", OPEN, empty, "--max-chain-share", "50", "--json", "--jobs", "1");
+    const r = await runCli("metrics", OPEN, empty, "--max-chain-share", "50%", "--json", "--jobs", "1");
     expect(r.code).toBe(1);
     const doc = JSON.parse(r.stdout);
     expect(doc.sessions).toHaveLength(1);
@@ -81,9 +106,12 @@ describe("exit code precedence and bad limits", () => {
   });
 
   it.each([
-    ["--max-frontier-gap", "-1", '--max-frontier-gap: expected a number ≥ 0, got "-1"'],
-    ["--max-chain-share", "101", '--max-chain-share: expected a number from 0 to 100, got "101"'],
-    ["--max-context", "lots", '--max-context: expected a number ≥ 0, got "lots"'],
+    ["--max-frontier-gap", "-1", '--max-frontier-gap: expected a token count such as 120000, 120k or 1.2M, got "-1"'],
+    ["--max-chain-share", "101%", '--max-chain-share: expected a fraction from 0 to 1 (0.8) or a percentage (80%), got "101%"'],
+    // The old reading (a bare percentage) is refused, not guessed: 0.8 now means 80%.
+    ["--max-chain-share", "80", "--max-chain-share: a bare number is a fraction from 0 to 1; for 80 percent write 80% (or 0.8)"],
+    ["--max-context", "lots", '--max-context: expected a token count such as 120000, 120k or 1.2M, got "lots"'],
+    ["--max-context", "12x", '--max-context: expected a token count such as 120000, 120k or 1.2M, got "12x"'],
   ])("%s %s is a usage error (exit 2)", async (flag, value, message) => {
     const r = await runCli("metrics", OPEN, flag, value);
     expect(r.code).toBe(2);

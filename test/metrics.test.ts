@@ -6,26 +6,35 @@ import { projectBranch } from "../src/context/projection.js";
 import { openSession } from "../src/session/open.js";
 import { computeContextMetrics, chainSpan } from "../src/report/context-metrics.js";
 import { findDiagnostics } from "../src/report/diagnostics.js";
+import { renderAfterRun } from "../src/pipeline/render.js";
 import { sessionView } from "../src/pipeline/view.js";
+import type { Session } from "../src/session/session.js";
+import type { Tokenizer } from "../src/report/tokenizer.js";
 import { computeSessionMetrics } from "../src/report/session-metrics.js";
 import { CHARS4, loadTokenizer } from "../src/report/tokenizer.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { branchMessages } from "../src/context/branch-messages.js";
 import { renderBranch } from "../src/render/render.js";
+import { contextSize } from "../src/context/size.js";
 import type { AgentMessage, SessionEntry } from "../src/session/types.js";
 import { SHARED_SESSIONS, fixture, runCli } from "./cli-capture.js";
 
-const metricsOf = async (name: string) => computeSessionMetrics(sessionView(await openSession(fixture(name), "read"), defaultConfig()));
+/** The metrics as `condense metrics` computes them: the session as read, and after a planned run. */
+async function metricsOfSession(session: Session, tokenizer?: Tokenizer) {
+  const view = sessionView(session, defaultConfig());
+  return computeSessionMetrics(view, await renderAfterRun(view.fork()), tokenizer);
+}
+const metricsOf = async (name: string) => metricsOfSession(await openSession(fixture(name), "read"));
 
 describe("context metrics (docs/design.md §9) on small fixtures", () => {
   it("a session that is one open chain: 100% share, all thinking open, every result in the gap", async () => {
     const m = await metricsOf("metrics-one-open-chain.jsonl");
-    // Thinking blocks (JSON) are 119 + 103 + 79 = 301 chars → round(301 / 4) = 75.
-    expect(m.openCycleThinkingTokens).toBe(75);
+    // Thinking texts of 36 + 48 + 31 = 115 chars → ceil(115 / 4) = 29.
+    expect(m.openCycleThinkingTokens).toBe(29);
     // No text-only reply: the whole branch is the open segment.
     expect(m.largestChainSharePct).toBe(100);
-    // No frontier: results of 234, 176 and 158 chars → 59 + 44 + 40 (each rounded on its own).
-    expect(m.frontierGapTokens).toBe(143);
+    // No frontier: results of 90, 30 and 15 chars → 23 + 8 + 4 (Pi's ceil, per message).
+    expect(m.frontierGapTokens).toBe(35);
     expect(m.index).toEqual({
       records: 0,
       summaries: 0,
@@ -38,7 +47,10 @@ describe("context metrics (docs/design.md §9) on small fixtures", () => {
       chainsCompressed: 0,
       rangesSummarized: 0,
     });
-    expect(m.context.before).toEqual({ messages: 7, chars: 2206, tokens: 552 });
+    // Pi's count per message: user 22, assistant 36 + "bash" + {"command":"npm run build"} = 67, result 90,
+    // assistant 71, result 30, assistant 86, result 15 → 381 chars; tokens 6+17+23+18+8+22+4 = 98.
+    expect(m.context.before).toEqual({ messages: 7, chars: 381, tokens: 98 });
+    // Three batches, all below minBatchChars: a run leaves them raw.
     expect(m.context.after).toEqual(m.context.before);
     expect(m.reportedUsage).toEqual({
       entryId: "c0000006",
@@ -56,13 +68,14 @@ describe("context metrics (docs/design.md §9) on small fixtures", () => {
 
   it("closed chains, a frontier, a summary, a protected path and a dedup alias", async () => {
     const m = await metricsOf("metrics-chains-frontier.jsonl");
-    // Open segment after the last text-only reply: one thinking block of 82 chars → 21.
-    expect(m.openCycleThinkingTokens).toBe(21);
-    // Chain 1 = 1,363 chars (summary message included), chain 2 = 1,812, open segment = 764; all 3,939.
-    expect(m.largestChainSharePct).toBe(46);
-    // Past the frontier (call_1): call_2's result (261 chars) counts; call_3 reads docs/skills/testing.md
-    // (protected), call_4 is a dedup alias of call_1.
-    expect(m.frontierGapTokens).toBe(65);
+    // Open segment after the last text-only reply: one thinking text of 20 chars → 5.
+    expect(m.openCycleThinkingTokens).toBe(5);
+    // Branch messages (Pi's count): chain 1 = 16 + 26 + 36 + 65 (summary) + 17 = 160, chain 2 =
+    // 39 + 46 + 116 + 37 + 43 + 32 = 313, open segment = 22 + 46 + 36 = 104; all 577 → 54%.
+    expect(m.largestChainSharePct).toBe(54);
+    // Past the frontier (call_1): call_2's result (116 chars → 29) counts; call_3 reads
+    // docs/skills/testing.md (protected), call_4 is a dedup alias of call_1.
+    expect(m.frontierGapTokens).toBe(29);
     expect(m.index).toEqual({
       records: 1,
       summaries: 1,
@@ -75,13 +88,14 @@ describe("context metrics (docs/design.md §9) on small fixtures", () => {
       chainsCompressed: 0,
       rangesSummarized: 0,
     });
-    // Two results become stubs (call_1 and its alias call_4); a 40-char result is shorter than a stub.
-    expect(m.context.before).toEqual({ messages: 14, chars: 3763, tokens: 941 });
-    expect(m.context.after).toEqual({ messages: 14, chars: 3851, tokens: 963 });
-    expect(m.context.reclaimedTokens).toBe(-22);
+    // What Pi sends now: call_1 and its alias call_4 are stubs (89 chars each, 36 raw).
+    expect(m.context.before).toEqual({ messages: 14, chars: 683, tokens: 177 });
+    // The one batch past the frontier is below minBatchChars: a run leaves it raw.
+    expect(m.context.after).toEqual(m.context.before);
+    expect(m.context.reclaimedTokens).toBe(0);
   });
 
-  it("rounds half up and rounds the gap per message (chars/4 convention)", () => {
+  it("the extension's measure (flush metrics): JSON lengths, rounded half up, the gap per message", () => {
     const at = 1000;
     const messages: AgentMessage[] = [
       { role: "user", content: [{ type: "text", text: "go" }], timestamp: at },
@@ -212,9 +226,7 @@ describe("structural diagnostics (docs/design.md §9)", () => {
   });
 
   it("keeps only the first five places", async () => {
-    const m = computeSessionMetrics(
-      sessionView(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"), defaultConfig()),
-    );
+    const m = await metricsOfSession(await openSession(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), "read"));
     // SOURCES.md: 18 tool calls never answered (aborted turns).
     expect(m.diagnostics.unansweredCalls.count).toBe(18);
     expect(m.diagnostics.unansweredCalls.places).toHaveLength(5);
@@ -223,9 +235,10 @@ describe("structural diagnostics (docs/design.md §9)", () => {
 });
 
 describe("tokenizers", () => {
-  it("chars4 is round(chars / 4); o200k counts real tokens and treats special-token text as text", async () => {
-    expect(CHARS4.count("abcdef")).toBe(2); // 1.5 rounds up
-    expect(CHARS4.count("abcde")).toBe(1);
+  it("chars4 is ceil(chars / 4), as Pi; o200k counts real tokens and treats special-token text as text", async () => {
+    expect(CHARS4.count("abcdef")).toBe(2);
+    expect(CHARS4.count("abcde")).toBe(2);
+    expect(CHARS4.count("abcd")).toBe(1);
     const o200k = await loadTokenizer("o200k");
     expect(o200k.count("hello world")).toBe(2);
     expect(o200k.count("a <|endoftext|> b")).toBeGreaterThan(3);
@@ -235,8 +248,8 @@ describe("tokenizers", () => {
 
   it("--tokenizer o200k changes the token figures, not the chars or the share", async () => {
     const session = await openSession(fixture("metrics-one-open-chain.jsonl"), "read");
-    const a = computeSessionMetrics(sessionView(session, defaultConfig()));
-    const b = computeSessionMetrics(sessionView(session, defaultConfig()), await loadTokenizer("o200k"));
+    const a = await metricsOfSession(session);
+    const b = await metricsOfSession(session, await loadTokenizer("o200k"));
     expect(b.tokenizer).toBe("o200k");
     expect(b.context.before.chars).toBe(a.context.before.chars);
     expect(b.largestChainSharePct).toBe(a.largestChainSharePct);
@@ -249,26 +262,27 @@ describe("metrics over every shared session", () => {
 
   it.each(files)("%s", async (name) => {
     const session = await openSession(path.join(SHARED_SESSIONS, name), "read");
-    const m = computeSessionMetrics(sessionView(session, defaultConfig()));
+    const m = await metricsOfSession(session);
     expect(m.largestChainSharePct).toBeGreaterThanOrEqual(0);
     expect(m.largestChainSharePct).toBeLessThanOrEqual(100);
     expect(m.context.before.messages).toBeGreaterThan(0);
-    // Untouched sessions: nothing is stubbed; the error purge and the orphan sweep only remove.
-    expect(m.context.after.chars).toBeLessThanOrEqual(m.context.before.chars);
-    // Sizes summed from memoized per-message lengths equal one JSON.stringify of the whole context.
+    // A run never makes what Pi sends bigger.
+    expect(m.context.after.tokens).toBeLessThanOrEqual(m.context.before.tokens);
+    // "before" is what Pi sends now, measured as Pi measures it.
     const rendered = renderBranch(session.branch, defaultConfig());
-    expect(m.context.before.chars).toBe(JSON.stringify(rendered.before).length);
-    expect(m.context.before.tokens).toBe(Math.round(JSON.stringify(rendered.before).length / 4));
+    expect(m.context.before).toEqual(contextSize(rendered.afterAgent));
+    // The gap counts only results still in that context, so it never exceeds it.
+    expect(m.frontierGapTokens).toBeLessThanOrEqual(m.context.before.tokens);
     // The open-segment thinking never exceeds all thinking on the branch.
     const all = branchMessages(session.branch)
       .map((x) => x.message)
       .filter((x) => x.role === "assistant" && Array.isArray(x.content))
-      .flatMap((x) => (x as { content: { type: string }[] }).content.filter((b) => b.type === "thinking"));
-    expect(m.openCycleThinkingTokens).toBeLessThanOrEqual(Math.round(all.map((b) => JSON.stringify(b)).join("").length / 4));
+      .flatMap((x) => (x as { content: { type: string; thinking?: string }[] }).content.filter((b) => b.type === "thinking"));
+    expect(m.openCycleThinkingTokens).toBeLessThanOrEqual(Math.ceil(all.map((b) => b.thinking ?? "").join("").length / 4));
   });
 
   it("gjc-02's three results whose calls sat on the broken line are orphans", async () => {
-    const m = computeSessionMetrics(sessionView(await openSession(path.join(SHARED_SESSIONS, "gjc-02-inline-agent-design.v3.jsonl"), "read"), defaultConfig()));
+    const m = await metricsOfSession(await openSession(path.join(SHARED_SESSIONS, "gjc-02-inline-agent-design.v3.jsonl"), "read"));
     expect(m.diagnostics.orphanResults.count).toBe(3);
     expect(m.diagnostics.orphanResults.places.map((p) => p.line)).toEqual([119, 120, 121]);
   });
@@ -280,16 +294,16 @@ describe("condense metrics --json", () => {
     expect(r.code).toBe(0);
     const doc = JSON.parse(r.stdout);
     expect(Object.keys(doc)).toEqual(["schema", "tokenizer", "sessions", "totals", "failures", "gates"]);
-    expect(doc.schema).toBe("condense.metrics/1");
+    expect(doc.schema).toBe("condense.metrics/2");
     expect(doc.tokenizer).toBe("chars4");
     expect(doc.sessions.map((s: { id: string }) => s.id)).toEqual(["one-open-chain", "chains-frontier"]);
     expect(doc.totals).toMatchObject({
       sessions: 2,
       failed: 0,
-      contextBeforeTokens: 552 + 941,
-      contextAfterTokens: 552 + 963,
-      openCycleThinkingTokens: 75 + 21,
-      frontierGapTokens: 143 + 65,
+      contextBeforeTokens: 98 + 177,
+      contextAfterTokens: 98 + 177,
+      openCycleThinkingTokens: 29 + 5,
+      frontierGapTokens: 35 + 29,
       largestChainSharePctMax: 100,
       records: 1,
       summaries: 1,
@@ -306,7 +320,8 @@ describe("condense metrics --json", () => {
   it("prints one table row per session plus a totals row, and the places of the faults", async () => {
     const r = await runCli("metrics", fixture("metrics-one-open-chain.jsonl"), fixture("diagnostics-shapes.jsonl"), "--jobs", "1");
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain("metrics-one-open-chain.jsonl");
+    // Sessions are labelled by short id, date and first prompt (or name).
+    expect(r.stdout).toContain("one-open 2026-01-01 Fix the failing build.");
     expect(r.stdout).toContain("total (2)");
     expect(r.stdout).toContain("  orphanResults 1: e000000a (line 11) ghost");
     expect(r.stdout).toContain("  splitCallResult 1: e0000007 (line 8) custom message between call call_b and its result");

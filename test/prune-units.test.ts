@@ -9,8 +9,9 @@ import { ToolCallIndexer } from "../src/prune/indexer.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { compileGlob, protectionTest } from "../src/prune/protect.js";
 import { headPreview, sidecarName, sidecarPath } from "../src/prune/spill.js";
-import { keyArgument, notableLines, summarizeDeterministically } from "../src/summarize/deterministic.js";
-import { composeSummary, substituteInlineRefs } from "../src/summarize/refs.js";
+import { callNotes, fuseDeterministically, keyArgument, notableLines, summarizeDeterministically } from "../src/summarize/deterministic.js";
+import { RECOVERY_HINT } from "../src/context/vocabulary.js";
+import { composeSummary, substituteInlineRefs, withoutRecoveryHint, withRecoveryHint } from "../src/summarize/refs.js";
 
 describe("protectedPaths glob contract", () => {
   const cases: [string, string, boolean][] = [
@@ -110,11 +111,18 @@ describe("label substitution", () => {
     );
   });
 
-  it("appends a footer listing every ref", () => {
-    expect(composeSummary("- [[1:read]] x", refs, ["read", "bash"])).toBe(
-      "- `t7` x\n\n---\nPruned tool outputs: `t7`, `t8`\n" +
-        "Full original outputs: call `context_tree_query` with these refs (or run `condense query <ref>`).",
-    );
+  it("adds a footer only for the refs the text does not name; strips control characters", () => {
+    expect(composeSummary("- [[1:read]] x", refs, ["read", "bash"])).toBe("- `t7` x\n\n---\nAlso pruned here: `t8`.");
+    expect(composeSummary("- [[1:read]] x\n- [[2:bash]] \u001b[31mred\u001b[0m\n", refs, ["read", "bash"])).toBe("- `t7` x\n- `t8` red");
+  });
+
+  it("says how to recover an output, naming both ways, at the end of the footer; fusion leaves it out", () => {
+    expect(RECOVERY_HINT).toContain("`context_tree_query`");
+    expect(RECOVERY_HINT).toContain("`condense query <ref>`");
+    expect(withRecoveryHint("- `t7` x")).toBe(`- \`t7\` x\n\n---\n${RECOVERY_HINT}`);
+    expect(withRecoveryHint("- `t7` x\n\n---\nAlso pruned here: `t8`.")).toBe(`- \`t7\` x\n\n---\nAlso pruned here: \`t8\`.\n${RECOVERY_HINT}`);
+    for (const text of ["- `t7` x", "- `t7` x\n\n---\nAlso pruned here: `t8`."]) expect(withoutRecoveryHint(withRecoveryHint(text))).toBe(text);
+    expect(fuseDeterministically([withRecoveryHint("- `t7` x"), "- `t8` y\n\n---\nAlso pruned here: `t9`."])).toBe("- `t7` x\n- `t8` y");
   });
 });
 
@@ -127,30 +135,60 @@ describe("deterministic summarizer", () => {
     expect(keyArgument({ todos: ["a"] })).toBeUndefined();
   });
 
-  it("keeps error lines first, verbatim, and skips file contents of reads", () => {
-    const out = ["ok 1", "FAIL src/x.test.ts > parses", "TypeError: x is not a function", "    at src/x.ts:3:7", "Command exited with code 1"].join("\n");
-    expect(notableLines({ toolName: "bash", args: {}, resultText: out, isError: true })).toEqual([
+  it("keeps what informs — error lines, totals, paths — not what merely mentions errors", () => {
+    const out = [
+      "ok 1",
       "FAIL src/x.test.ts > parses",
       "TypeError: x is not a function",
-      "at src/x.ts:3:7",
+      "    at src/x.ts:3:7",
+      "  assert.equal(a, b) // asserts are code, not results",
+      "throw new Error('in a stack excerpt')",
+      "Tests: 1 failed, 3 passed, 4 total",
       "Command exited with code 1",
-    ]);
-    expect(notableLines({ toolName: "read", args: {}, resultText: "throw new Error('x')", isError: false })).toEqual([]);
+    ].join("\n");
+    const notes = callNotes({ toolName: "bash", args: {}, resultText: out, isError: true });
+    expect(notes).toEqual({
+      reason: [], // the error lines say why
+      errors: ["FAIL src/x.test.ts > parses", "TypeError: x is not a function"],
+      totals: ["Tests: 1 failed, 3 passed, 4 total"],
+      paths: ["src/x.test.ts", "src/x.ts"],
+      matches: [],
+    });
+    expect(notableLines({ toolName: "read", args: {}, resultText: "throw new Error('x')\nerror: in a comment", isError: false })).toEqual([]);
   });
 
-  it("writes one labelled bullet per call with status, exit code and size", () => {
+  it("keeps the reason of a failure that prints no error line, with the line it announces", () => {
+    const out = 'Validation failed for tool "edit":\n  - oldText: must NOT have fewer than 1 characters\n\nReceived arguments: {}';
+    expect(callNotes({ toolName: "edit", args: {}, resultText: out, isError: true }).reason).toEqual([
+      'Validation failed for tool "edit":',
+      "oldText: must NOT have fewer than 1 characters",
+    ]);
+  });
+
+  it("strips escape sequences and never cuts inside a word", () => {
+    const long = `\u001b[31mError:\u001b[0m ${"word ".repeat(60)}end`;
+    const [line] = callNotes({ toolName: "bash", args: {}, resultText: long, isError: false }).errors;
+    expect(line.startsWith("Error: word word")).toBe(true);
+    expect(line.endsWith(" word…")).toBe(true);
+    expect(line.length).toBeLessThanOrEqual(160);
+    expect(keyArgument({ command: "# step 1: build\nnpm run build" })).toBe("npm run build");
+    expect(keyArgument({ command: `echo ${"x".repeat(150)} ${"y".repeat(30)}` })).toBe(`echo ${"x".repeat(150)}…`);
+  });
+
+  it("writes one labelled bullet per call with status, exit code and size; a short output whole", () => {
     const text = summarizeDeterministically({
       assistantText: "",
       calls: [
         { toolName: "read", args: { path: "src/a.ts" }, resultText: "x".repeat(1500), isError: false },
         { toolName: "bash", args: { command: "npm test" }, resultText: `${"ok\n".repeat(300)}Error: boom\nCommand exited with code 2`, isError: true },
+        { toolName: "edit", args: { path: "src/b.ts" }, resultText: "Edited src/b.ts\n(1 replacement)", isError: false },
       ],
     });
     expect(text).toBe(
       "- [[1:read]] read `src/a.ts` — OK, 1,500 chars, 1 line\n" +
         "- [[2:bash]] bash `npm test` — ERROR, exit 2, 938 chars, 302 lines\n" +
         "  - Error: boom\n" +
-        "  - Command exited with code 2",
+        "- [[3:edit]] edit `src/b.ts` — OK: Edited src/b.ts ⏎ (1 replacement)",
     );
   });
 

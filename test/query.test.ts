@@ -152,7 +152,19 @@ describe("formatQueryBlock", () => {
       "",
       "l0",
     ]);
-    expect(out.endsWith("\nl1999\n[Output truncated: 2000/2001 lines shown]")).toBe(true);
+    // The notice says how to get the rest.
+    expect(out.endsWith("\nl1999\n[Output truncated: 2000/2001 lines shown; --full prints all 2,001]")).toBe(true);
+  });
+
+  it("a record back-filled from a compressed chain has no turn, and says why", () => {
+    const record = { toolCallId: "c", toolName: "bash", args: {}, resultText: "ok", isError: false, turnIndex: -1, timestamp: 1, resultTimestamp: 1 };
+    const out = formatQueryBlock(
+      { ref: "t9", label: "t9", key: "c@1", shortRef: "t9", record, legacy: false },
+      { text: "ok", source: "record" },
+      shownOutput("ok", false),
+    );
+    expect(out.split("\n")).toContain("Turn: none (indexed when its chain was compressed)");
+    expect(out).not.toContain("Turn: -1");
   });
 });
 
@@ -216,7 +228,7 @@ describe("condense query", () => {
     writeSession(file, [long]);
     expect((await runCli(["run", file, "--quiet"], env)).code).toBe(0);
     const cut = await runCli(["query", "t1", "--session", file]);
-    expect(cut.stdout.endsWith("\nline 1999\n[Output truncated: 2000/2500 lines shown]\n")).toBe(true);
+    expect(cut.stdout.endsWith("\nline 1999\n[Output truncated: 2000/2500 lines shown; --full prints all 2,500]\n")).toBe(true);
     const full = await runCli(["query", "t1", "--full", "--json", "--session", file]);
     const [res] = JSON.parse(full.stdout).results;
     expect(res.output).toBe(long);

@@ -41,16 +41,20 @@ describe("condense render", () => {
     const doc = JSON.parse((await runCli(["render", file, "--json"])).stdout);
     const session = await loadSession(file);
     const rendered = renderBranch(session.branch, defaultConfig());
-    const size = (m: unknown[]) => ({ chars: JSON.stringify(m).length, tokens: Math.round(JSON.stringify(m).length / 4) });
     expect(doc.messages).toEqual(rendered.after);
+    // Pi's count per message (context/size.ts): user "Read the config." 16 chars → 4 tokens;
+    // assistant "read" + {"path":"config.json"} 26 → 7; the custom message 47 → 12; the result
+    // { "port": 8080 } 16 → 4; "The port is 8080." 17 → 5. The orphan sweep removes the result.
+    const all = { messages: 5, chars: 122, tokens: 32 };
     expect(doc.stats).toEqual([
-      { phase: "projection", messages: 5, ...size(rendered.before) },
-      { phase: "stub-replace", messages: 5, ...size(rendered.before) },
-      { phase: "error-purge", messages: 5, ...size(rendered.before) },
-      { phase: "chain-range-prune", messages: 5, ...size(rendered.before) },
-      { phase: "orphan-sweep", messages: 4, ...size(rendered.after) },
+      { phase: "projection", ...all },
+      { phase: "stub-replace", ...all },
+      { phase: "error-purge", ...all },
+      { phase: "chain-range-prune", ...all },
+      { phase: "orphan-sweep", messages: 4, chars: 106, tokens: 28 },
     ]);
-    expect(doc.stats[4].chars).toBe(doc.stats[0].chars - JSON.stringify(rendered.before[3]).length - 1);
+    // What Pi sends now and after a run (nothing to capture here): the same numbers.
+    expect(doc.context).toEqual({ before: { messages: 4, chars: 106, tokens: 28 }, after: { messages: 4, chars: 106, tokens: 28 } });
     expect(doc.diagnostics).toEqual([
       {
         kind: "orphan-sweep",
@@ -61,8 +65,13 @@ describe("condense render", () => {
     ]);
   });
 
-  it("--stats prints a table of chars and ~tokens per phase", async () => {
+  it("--stats prints the context now → after run, then a table of chars and ~tokens per phase", async () => {
     const r = await runCli(["render", fixture("failed-write-30kb-args"), "--stats"]);
+    expect(r.stdout.split("\n").slice(0, 3)).toEqual([
+      "0f000006 2026-01-01 Write the generated constants to src/gen.ts.",
+      fixture("failed-write-30kb-args"),
+      "context Pi sends: 76 ~tokens now → 76 after `condense run` (0%)",
+    ]);
     const rows = r.stdout
       .split("\n")
       .filter((l) => /^│ \S/.test(l))
@@ -74,12 +83,26 @@ describe("condense render", () => {
       );
     expect(rows).toEqual([
       ["after", "messages", "chars", "~tokens", "change"],
-      ["projection", "6", "35,807", "8,952", ""],
-      ["stub-replace", "6", "35,807", "8,952", "0"],
-      // 34,124 chars of arguments replaced by the 51-char marker
-      ["error-purge", "6", "1,734", "434", "−34,073"],
-      ["chain-range-prune", "6", "1,734", "434", "0"],
-      ["orphan-sweep", "6", "1,734", "434", "0"],
+      ["projection", "6", "34,371", "8,595", ""],
+      ["stub-replace", "6", "34,371", "8,595", "0"],
+      // 34,124 chars of arguments replaced by the 51-char marker; the change is in tokens
+      ["error-purge", "6", "298", "76", "−8,519"],
+      ["chain-range-prune", "6", "298", "76", "0"],
+      ["orphan-sweep", "6", "298", "76", "0"],
+    ]);
+  });
+
+  it("--stats --format json prints the sizes as JSON", async () => {
+    const r = await runCli(["render", fixture("failed-write-30kb-args"), "--stats", "--format", "json"]);
+    const doc = JSON.parse(r.stdout);
+    expect(Object.keys(doc)).toEqual(["session", "label", "dryRun", "as", "context", "stats"]);
+    expect(doc.context.before).toEqual({ messages: 6, chars: 298, tokens: 76 });
+    expect(doc.stats.map((x: { phase: string; tokens: number }) => [x.phase, x.tokens])).toEqual([
+      ["projection", 8595],
+      ["stub-replace", 8595],
+      ["error-purge", 76],
+      ["chain-range-prune", 76],
+      ["orphan-sweep", 76],
     ]);
   });
 

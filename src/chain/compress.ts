@@ -23,7 +23,8 @@ import { chainEntry, diagnosticEntry } from "../entries/build.js";
 import type { ChainEntryData, DiagnosticData, ToolCallRecord } from "../entries/types.js";
 import type { AgentMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
 import type { NewEntry } from "../session/types.js";
-import { keyArgument } from "../summarize/deterministic.js";
+import { summarizeDeterministically } from "../summarize/deterministic.js";
+import { withoutRecoveryHint } from "../summarize/refs.js";
 import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { addUsage, zeroUsage } from "../summarize/usage.js";
 import { detectChains, type ChainRange } from "./detect.js";
@@ -140,61 +141,76 @@ export function summaryLookup(indexer: Pick<ToolCallIndexer, "summaries">): (key
   };
 }
 
-/** Short refs of a chain's calls, in chain order, each once (a dedup alias shares its original's ref). */
+/** The number of a short ref (`t12` → 12), or Infinity for anything else. */
+const refNumber = (ref: string) => (/^t\d+$/.test(ref) ? Number(ref.slice(1)) : Number.POSITIVE_INFINITY);
+
+/**
+ * Short refs of a chain's calls, each once (a dedup alias shares its original's ref), in numeric
+ * order (`t9, t12, t112`: a ref back-filled late sorts after the refs its summaries gave earlier).
+ */
 export function chainToolRefs(indexer: Pick<ToolCallIndexer, "shortRefFor">, keys: string[]): string[] {
   const refs: string[] = [];
   for (const key of keys) {
     const ref = indexer.shortRefFor(key);
     if (ref && !refs.includes(ref)) refs.push(ref);
   }
-  return refs;
-}
-
-const EXCERPT_CHARS = 200;
-
-function excerpt(args: unknown): string {
-  const json = JSON.stringify(args) ?? "";
-  return json.length > EXCERPT_CHARS ? `${json.slice(0, EXCERPT_CHARS)}…` : json;
+  return refs
+    .map((ref, i) => ({ ref, i }))
+    .sort((a, b) => refNumber(a.ref) - refNumber(b.ref) || a.i - b.i)
+    .map((x) => x.ref);
 }
 
 /** One tool call of a chain as the deterministic body describes it. */
 export interface ChainCall {
+  /** Its short ref (a bare id when it has none). */
+  ref: string;
   toolName: string;
   args: unknown;
+  /** The stored output (a spilled one's head preview, with `spilledBytes`). */
+  resultText: string;
+  isError: boolean;
+  spilledBytes?: number;
   /** Epoch ms: the result's timestamp. */
   at: number;
 }
 
+/** `2 min 38 s`, `41 s`, `1 h 3 min`. */
+function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min${s % 60 ? ` ${s % 60} s` : ""}`;
+  return `${Math.floor(s / 3600)} h${Math.floor((s % 3600) / 60) ? ` ${Math.floor((s % 3600) / 60)} min` : ""}`;
+}
+
+/** The calls as deterministic summary bullets, each labelled by its ref (`summarize/deterministic.ts`). */
+export function describeCalls(calls: Pick<ChainCall, "ref" | "toolName" | "args" | "resultText" | "isError" | "spilledBytes">[]): string {
+  return summarizeDeterministically({ assistantText: "", calls }, { label: (i) => `\`${calls[i].ref}\``, reserve: 0 });
+}
+
 /**
- * The zero-model body of a chain no summary covers: call count, tool histogram (most used first,
- * then by name), time span, first and last call (arguments as JSON, cut at 200 chars), and refs
- * (bare ids when there are none).
+ * The zero-model body of a chain no summary covers: what it is, one line with the call
+ * count, the tools (most used first, then by name) and the time span (one time for one call),
+ * then each call as the deterministic summarizer describes it, under its ref.
  * @param calls the chain's indexed calls, in chain order (at least one)
- * @param refs short refs, in chain order
- * @param fallbackIds bare ids listed when `refs` is empty
  */
-export function deterministicChainBody(calls: ChainCall[], refs: string[], fallbackIds: string[]): string {
+export function deterministicChainBody(calls: ChainCall[]): string {
+  // A dedup alias shares its original's ref and output: described once, counted as a call.
+  const described = calls.filter((c, i) => calls.findIndex((d) => d.ref === c.ref) === i);
   const counts = new Map<string, number>();
   for (const c of calls) counts.set(c.toolName, (counts.get(c.toolName) ?? 0) + 1);
-  const histogram = [...counts]
+  const tools = [...counts]
     .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-    .map(([name, n]) => `${name} ×${n}`)
+    .map(([name, n]) => (calls.length === 1 ? name : `${name} ×${n}`))
     .join(", ");
-  const byTime = calls
-    .map((c, i) => ({ c, i }))
-    .sort((a, b) => a.c.at - b.c.at || a.i - b.i)
-    .map((x) => x.c);
-  const first = byTime[0];
-  const last = byTime[byTime.length - 1];
-  const seconds = Math.round((last.at - first.at) / 1000);
+  const times = calls.map((c) => c.at).sort((a, b) => a - b);
+  const first = times[0];
+  const last = times[times.length - 1];
+  const when =
+    first === last ? new Date(first).toISOString() : `${new Date(first).toISOString()} to ${new Date(last).toISOString()} (${duration(last - first)})`;
   return [
-    "Sub-task compressed without a model (no per-batch summary covered it). Every output below is recoverable by ref with context_tree_query.",
-    `Calls: ${calls.length}`,
-    `Tools: ${histogram}`,
-    `Time: ${new Date(first.at).toISOString()} to ${new Date(last.at).toISOString()} (${seconds} s)`,
-    `First call: ${first.toolName} ${excerpt(first.args)}`,
-    `Last call: ${last.toolName} ${excerpt(last.args)}`,
-    `Refs: ${(refs.length > 0 ? refs : fallbackIds).join(", ")}`,
+    "Sub-task compressed without a model (no per-batch summary covered it); each output below is recoverable by its ref.",
+    `${calls.length} call${calls.length === 1 ? "" : "s"} (${tools}) · ${when}`,
+    describeCalls(described),
   ].join("\n");
 }
 
@@ -260,15 +276,11 @@ function backfillRecords(fresh: ToolCallRecord[], indexer: ToolCallIndexer, opti
   result.backfilledCalls += fresh.length;
 }
 
-const SHORT_OUTPUT_CHARS = 300;
-
-/** One line naming a call the summaries did not cover: ref, tool, key argument, and a short output verbatim. */
-function uncoveredLine(record: ToolCallRecord, ref: string): string {
-  const arg = keyArgument(record.args);
-  const head = `- \`${ref}\` ${record.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""}${record.isError ? " (error)" : ""}`;
-  const text = record.resultText.trim();
-  if (text !== "" && text.length <= SHORT_OUTPUT_CHARS && text.split("\n").length <= 5) return `${head}: ${text.replace(/\n/g, " ⏎ ")}`;
-  return `${head} (${record.resultText.length.toLocaleString("en-US")} chars)`;
+/** A record as a chain call: its ref (or bare id), and its output (the head preview when spilled). */
+function chainCall(record: ToolCallRecord, ref: string | undefined, at: number): ChainCall {
+  const call = { ref: ref ?? record.toolCallId, toolName: record.toolName, args: record.args, resultText: record.resultText, isError: record.isError, at };
+  if (record.resultText !== "" || !record.spillPath) return call;
+  return { ...call, resultText: record.resultPreview ?? "", spilledBytes: record.spillBytes ?? 0 };
 }
 
 /** Chains to compress now: eligible, and holding no call whose batch failed in this run (those wait). */
@@ -332,8 +344,8 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
   if (uncovered.length === 0) return body;
   const shown = uncovered.map((r) => ({ ...r }));
   backfillRecords(uncovered, indexer, c.options, result, backfill);
-  const lines = shown.map((r, i) => uncoveredLine(r, indexer.shortRefFor(recordKeyOf(uncovered[i])) ?? r.toolCallId));
-  return `${body ?? bodies.join("\n\n")}\n\nNot summarized in this span:\n${lines.join("\n")}`;
+  const calls = shown.map((r, i) => chainCall(r, indexer.shortRefFor(recordKeyOf(uncovered[i])), r.timestamp));
+  return `${body ?? bodies.map(withoutRecoveryHint).join("\n\n")}\n\nNot summarized in this span:\n${describeCalls(calls)}`;
 }
 
 /**
@@ -366,9 +378,9 @@ function deterministicBody(c: Compression, chain: ChainRange, keys: string[], ba
     const record = indexer.getRecord(key);
     if (!record) continue;
     const at = parseOccurrenceKey(key).resultTimestamp ?? record.resultTimestamp ?? record.timestamp;
-    calls.push({ toolName: record.toolName, args: record.args, at });
+    calls.push(chainCall(record, indexer.shortRefFor(key), at));
   }
-  return deterministicChainBody(calls, chainToolRefs(indexer, keys), chain.middleToolCallIds);
+  return deterministicChainBody(calls);
 }
 
 /** The chain entry's data, in the extension's field order. */

@@ -1,12 +1,14 @@
 /**
  * The warning `run --target extension` and `render` print when the pi-condense extension is not
  * switched on: the extension's entries only shrink what Pi sends when the extension is loaded and
- * enabled; stock Pi sends the summaries (custom messages) and the raw outputs too. (`run --target
- * pi`, the default then, writes Pi's own context edits as well: no warning.)
+ * enabled; stock Pi sends the summaries (custom messages) and the raw outputs too (`run --target
+ * pi`, the default then, writes Pi's own context edits as well: no warning). And the warning of the
+ * commands that read the pruning configuration when a project's settings hold a `contextPrune` block.
  */
-import { resolve } from "node:path";
-import { piCondenseStatus } from "../config/pi-settings.js";
-import { peekHeader } from "../session/locate.js";
+import { join, resolve } from "node:path";
+import { ignoredProjectContextPrune, piCondenseStatus } from "../config/pi-settings.js";
+import { agentDir, peekHeader } from "../session/locate.js";
+import type { Output } from "./output.js";
 
 /**
  * The project folder Pi would resume these sessions in: the `cwd` of a single session's header,
@@ -39,4 +41,35 @@ export async function extensionOffWarning(sessions: string[], command: "run" | "
     `smaller. Switch it on with /pruner on in Pi, or set "contextPrune": { "enabled": true } in ` +
     `${status.settingsPath}.${install}${see}`
   );
+}
+
+/**
+ * One warning per project of these sessions whose `.pi/settings.json` holds a `contextPrune`
+ * block: Pi merges project settings over the global ones, but the extension — and so condense —
+ * reads `contextPrune` from the global settings.json only.
+ * @param sessions the session files a command works on (their headers name their projects)
+ * @param globalPath the global settings.json
+ */
+export async function projectSettingsWarnings(sessions: string[], globalPath: string): Promise<string[]> {
+  const folders = new Set<string>();
+  for (const session of sessions) {
+    const header = await peekHeader(session).catch(() => null);
+    if (header && typeof header.cwd === "string" && header.cwd !== "") folders.add(header.cwd);
+  }
+  const warnings: string[] = [];
+  for (const folder of folders) {
+    const file = ignoredProjectContextPrune(folder);
+    if (file) {
+      warnings.push(
+        `${file} has a "contextPrune" block, which neither the pi-condense extension nor condense reads: both take ` +
+          `contextPrune from ${globalPath} only. Move the keys there, or pass --config ${file} to condense`,
+      );
+    }
+  }
+  return warnings;
+}
+
+/** Print {@link projectSettingsWarnings} for the sessions of a command that reads the pruning configuration. */
+export async function warnIgnoredProjectSettings(out: Output, sessions: string[]): Promise<void> {
+  for (const w of await projectSettingsWarnings(sessions, join(agentDir(), "settings.json"))) out.warn(w);
 }

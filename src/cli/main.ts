@@ -27,6 +27,19 @@ export function buildProgram(exit: ExitState): Command {
         "session file, appends the pruning entries so Pi resumes it small, and answers questions about it.",
     )
     .version(packageVersion())
+    .usage("[command] [options]   (no command: condense <session...> runs `run`)")
+    .addHelpText(
+      "after",
+      "\nThe main job is the default command: `condense <session...>` is `condense run <session...>`:\n" +
+        "it summarizes the unpruned tool output and appends the pruning entries, so Pi resumes the\n" +
+        "session small.\n" +
+        "\nExamples:\n" +
+        "  condense session.jsonl                  prune a session in place (see condense run --help)\n" +
+        "  condense session.jsonl --dry-run        what it would do, nothing written\n" +
+        "  condense render session.jsonl --stats   what Pi sends now and after a run\n" +
+        "  condense query t3                       the full output behind a pruned ref\n" +
+        "  condense metrics ~/.pi/agent/sessions/  context health of an archive",
+    )
     .showHelpAfterError("(run with --help for usage)")
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });

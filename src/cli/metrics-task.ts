@@ -3,6 +3,8 @@
  * without the command line (see batch.ts).
  */
 import type { PruneConfig } from "../config/config.js";
+import { renderAfterRun } from "../pipeline/render.js";
+import { runFor } from "../pipeline/target.js";
 import { sessionView } from "../pipeline/view.js";
 import { formatWarning, openSession } from "../session/open.js";
 import { computeSessionMetrics, type SessionMetrics } from "../report/session-metrics.js";
@@ -14,14 +16,17 @@ export interface MetricsTaskOptions {
 }
 
 /**
- * Open one session read-only and compute its metrics; reader warnings and file problems are
- * returned in `warnings`.
+ * Open one session read-only and compute its metrics — the context after `run` planned in memory
+ * with the deterministic summarizer; reader warnings and file problems are returned in `warnings`.
  * @throws UsageError for an unusable file (empty, not JSONL, unreadable)
  */
 export async function metricsTask(path: string, options: MetricsTaskOptions): Promise<SessionMetrics> {
   const session = await openSession(path, "read");
   const tokenizer = await loadTokenizer(options.tokenizer);
-  const metrics = computeSessionMetrics(sessionView(session, options.config), tokenizer);
+  const view = sessionView(session, options.config);
+  // "After" is after the run `condense run` would make: for the target it would pick (auto).
+  const afterRun = await renderAfterRun(view.fork(), undefined, runFor("auto", session.path, session.header?.cwd));
+  const metrics = computeSessionMetrics(view, afterRun, tokenizer);
   metrics.warnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${path}: ${p.message}`)];
   return metrics;
 }

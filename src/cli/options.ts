@@ -5,7 +5,7 @@
  */
 import { Option, type Command } from "commander";
 import type { ConfigSources } from "../config/config.js";
-import { UsageError } from "../util/errors.js";
+import { parseTokenCount } from "./units.js";
 
 /** Options every command takes. */
 export interface CommonOptions {
@@ -56,11 +56,11 @@ export function configSources(flags: ConfigFlags): ConfigSources {
   return { configFile: flags.config, sets: flags.set ?? [], overrides };
 }
 
-/** A token count flag (`--reserve-tokens`, …): a non-negative integer, or undefined when absent. @throws UsageError naming the flag */
+/**
+ * A token count flag (`--reserve-tokens`, …) in the one convention (`units.ts`: `16384`, `16k`,
+ * `1.2M`), or undefined when absent.
+ * @throws UsageError naming the flag, the value and the accepted forms
+ */
 export function tokensFlag(name: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === "" || !Number.isSafeInteger(n) || n < 0)
-    throw new UsageError(`${name}: expected a non-negative integer (tokens), got ${JSON.stringify(value)}`);
-  return n;
+  return value === undefined ? undefined : parseTokenCount(name, value);
 }

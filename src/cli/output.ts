@@ -15,6 +15,10 @@
 import { randomBytes } from "node:crypto";
 import { Chalk, type ChalkInstance } from "chalk";
 import Table from "cli-table3";
+import stringWidth from "string-width";
+import { formatLabel, type SessionLabel } from "../session/label.js";
+import { cropAtWord } from "../util/text.js";
+import { fittedTable, outputWidth, type TableLayout } from "./table.js";
 
 export interface OutputOptions {
   json?: boolean;
@@ -78,6 +82,8 @@ export class Output {
   /** Whether stdout / stderr get control characters escaped (a terminal, without --raw). */
   readonly escapeOut: boolean;
   readonly escapeErr: boolean;
+  /** Every warning given, in order (printed or not), for `--json` documents. */
+  readonly warnings: string[] = [];
   /** Stands for ESC "[" in text styled by {@link c} / {@link ce} until it is written. */
   private readonly marker = `\ue000${randomBytes(8).toString("hex")}[`;
 
@@ -120,6 +126,7 @@ export class Output {
 
   /** A warning on stderr, unless --quiet. */
   warn(text: string): void {
+    this.warnings.push(text);
     if (!this.quiet) this.stderr.write(this.clean(`${this.ce.yellow("warning:")} ${text}\n`, this.escapeErr));
   }
 
@@ -141,6 +148,32 @@ export class Output {
   spinner(text: string): Spinner | null {
     if (this.json || this.quiet || !this.stderr.isTTY || (this.stderr as { columns?: number }).columns === 0) return null;
     return new Spinner(text, this.stderr);
+  }
+
+  /** Columns a table on stdout may take (see `table.ts` `outputWidth`). */
+  get width(): number {
+    return outputWidth(this.stdout as { isTTY?: boolean; columns?: number });
+  }
+
+  /** A cell as the table lays it out: on a terminal, escaped, with this Output's styling made real (so widths are right). */
+  private cell(value: string): string {
+    return this.escapeOut ? escapeControls(value).replaceAll(this.marker, "\x1b[") : value;
+  }
+
+  /** Table text as {@link print} takes it: on a terminal, the styling marked again. */
+  private laidOut(text: string): string {
+    return this.escapeOut ? text.replaceAll("\x1b[", this.marker) : text;
+  }
+
+  /**
+   * The first of `layouts` that fits {@link width} (`table.ts` `fittedTable`), header cells bold on a
+   * TTY, cells escaped as in {@link table}.
+   * @returns the table and the index of the layout printed
+   */
+  fitted(layouts: TableLayout[]): { text: string; layout: number } {
+    const prepared = layouts.map((l) => ({ ...l, rows: l.rows.map((r) => r.map((v) => this.cell(v))) }));
+    const t = fittedTable(prepared, this.width, (h) => this.cell(this.c.bold(h)));
+    return { text: this.laidOut(t.text), layout: t.layout };
   }
 
   /**
@@ -237,4 +270,42 @@ export function displayNames(paths: string[]): string[] {
     if (!changed) break;
   }
   return paths.map((_, i) => label(i));
+}
+
+/**
+ * How each session is shown in a table: `<short id> <date> <name or first prompt>`; the file's
+ * shortest unique name stands in for the short id when that is missing or shared by two rows (a
+ * file and its migrated copy).
+ */
+export function sessionLabels(rows: { session: string; label?: SessionLabel }[]): string[] {
+  const names = displayNames(rows.map((r) => r.session));
+  const count = new Map<string, number>();
+  for (const r of rows) if (r.label?.shortId) count.set(r.label.shortId, (count.get(r.label.shortId) ?? 0) + 1);
+  return rows.map((r, i) => {
+    if (!r.label) return names[i];
+    const unique = r.label.shortId !== "" && count.get(r.label.shortId) === 1;
+    return formatLabel(r.label, unique ? undefined : names[i]);
+  });
+}
+
+/** Words of `text` on lines of at most `width` terminal columns (a word longer than that stands alone). */
+export function wrapWords(text: string, width: number): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line !== "" && stringWidth(line) + 1 + stringWidth(word) > width) {
+      lines.push(line);
+      line = word;
+    } else line = line === "" ? word : `${line} ${word}`;
+  }
+  if (line !== "") lines.push(line);
+  return lines.join("\n");
+}
+
+/** `text` on one line of at most `width` terminal columns, cut at a word boundary with `…`. */
+export function fitLine(text: string, width: number): string {
+  if (stringWidth(text) <= width) return text;
+  let cut = cropAtWord(text, width);
+  while (cut.length > 1 && stringWidth(cut) > width) cut = cropAtWord(cut, cut.length - 1);
+  return cut;
 }

@@ -7,75 +7,16 @@
 import { getCurrentSystemMessage } from "@earendil-works/pi-ai";
 import type { ProjectedEntry } from "../context/projection.js";
 import { hasValidUsage, usageTokens } from "../context/usage.js";
+import { piEstimateTokens } from "../context/size.js";
 import type { AgentMessage, AssistantMessage, SessionEntry } from "../session/types.js";
-
-/** Pi's `ESTIMATED_IMAGE_CHARS`: what one image block counts for. */
-export const ESTIMATED_IMAGE_CHARS = 4800;
-
-function contentChars(content: unknown): number {
-  if (typeof content === "string") return content.length;
-  if (!Array.isArray(content)) return 0;
-  let chars = 0;
-  for (const block of content) {
-    if (block?.type === "text" && block.text) chars += String(block.text).length;
-    else if (block?.type === "image") chars += ESTIMATED_IMAGE_CHARS;
-  }
-  return chars;
-}
 
 /**
  * Estimated tokens of one message (Pi's `estimateTokens`): `ceil(chars / 4)` over text, thinking,
  * tool-call names plus their JSON arguments, tool-result and custom content (images 4800 chars
  * each), a `!command` and its output, or a summary; a system message adds its sections and the
- * JSON of the tools it adds. Unknown roles count 0.
+ * JSON of the tools it adds. Unknown roles count 0. The one implementation is `context/size.ts`.
  */
-export function estimateMessageTokens(message: AgentMessage): number {
-  let tokens = memo.get(message);
-  if (tokens === undefined) {
-    tokens = estimate(message);
-    memo.set(message, tokens);
-  }
-  return tokens;
-}
-
-/** Estimates by message object: session messages are never mutated, and replays estimate the same message many times. */
-const memo = new WeakMap<object, number>();
-
-function estimate(message: AgentMessage): number {
-  let chars = 0;
-  const m = message as AgentMessage & Record<string, unknown>;
-  switch (message.role) {
-    case "system": {
-      chars = contentChars(m.content);
-      const sections = m.sections as Record<string, string | null> | undefined;
-      if (sections) for (const section of Object.values(sections)) if (section) chars += section.length;
-      if (m.toolsAdded) chars += JSON.stringify(m.toolsAdded).length;
-      break;
-    }
-    case "user":
-    case "custom":
-    case "toolResult":
-      chars = contentChars(m.content);
-      break;
-    case "assistant":
-      for (const block of Array.isArray(m.content) ? (m.content as AssistantMessage["content"]) : []) {
-        if (block?.type === "text") chars += block.text?.length ?? 0;
-        else if (block?.type === "thinking") chars += block.thinking?.length ?? 0;
-        else if (block?.type === "toolCall") chars += (block.name?.length ?? 0) + (JSON.stringify(block.arguments)?.length ?? 0);
-      }
-      break;
-    case "bashExecution":
-      chars = (message.command?.length ?? 0) + (message.output?.length ?? 0);
-      break;
-    case "branchSummary":
-    case "compactionSummary":
-      chars = message.summary?.length ?? 0;
-      break;
-    default:
-      return 0;
-  }
-  return Math.ceil(chars / 4);
-}
+export const estimateMessageTokens: (message: AgentMessage) => number = piEstimateTokens;
 
 /** Pi's context estimate: the last trusted usage plus estimates of the messages after it, or estimates of everything. */
 export interface ContextEstimate {

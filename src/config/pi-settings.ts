@@ -150,6 +150,20 @@ export function readPiSettings(options: { cwd: string; agentDir?: string }): PiS
   return { merged, globalPath, projectPath, projectLoaded, errors };
 }
 
+/**
+ * A project settings file that holds a `contextPrune` block — which neither the pi-condense
+ * extension (2.9.1 `src/config.ts` reads only the global settings.json) nor condense reads.
+ * The file is looked at whether or not Pi trusts the project.
+ * @param cwd the project folder (a session's `cwd`)
+ * @returns the file's path when it holds such a block, else null
+ */
+export function ignoredProjectContextPrune(cwd: string): string | null {
+  const path = join(resolve(cwd), ".pi", "settings.json");
+  if (!existsSync(path)) return null;
+  const value = readSettingsFile(path, []);
+  return value.contextPrune !== undefined ? path : null;
+}
+
 /** Whether the pi-condense extension will prune what Pi sends, and why not. */
 export interface PiCondenseStatus {
   /** `contextPrune.enabled` is `true` where and as the extension reads it. */

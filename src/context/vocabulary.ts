@@ -183,6 +183,15 @@ export function recoveryHint(refs: string | string[], options: RecoveryOptions =
   return `Full output${several ? "s" : ""}: \`${recoveryCommand(refs, options)}\` in bash (or context_tree_query).`;
 }
 
+/**
+ * The recovery hint of the texts condense writes for a session the extension reads (summaries,
+ * chain blocks): both ways back to a pruned output — the extension's `context_tree_query` tool,
+ * and `condense query <ref>` through bash, which works in any Pi. The extension's own stubs keep
+ * the extension's wording.
+ */
+export const RECOVERY_HINT =
+  "Pruned outputs are recoverable by ref: call `context_tree_query` with the ref, or run `condense query <ref>` in bash (--full for all of a long one).";
+
 // ---- The compressed-chain block
 
 /** The synthetic block's text: `<compressed-chain id tools>`, body, relocated protected outputs, closing tag. */

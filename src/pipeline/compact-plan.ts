@@ -11,6 +11,8 @@ import { prepareCompaction, type CompactionPreparation } from "../compact/prepar
 import type { CompactionSettings } from "../compact/settings.js";
 import { checkTrigger, type TriggerCheck } from "../compact/trigger.js";
 import { projectEntries } from "../context/projection.js";
+import { contextSize, type ContextSize } from "../context/size.js";
+import { renderBranch } from "../render/render.js";
 import { compactionEntry } from "../entries/build.js";
 import type { CompactionDetails, CompactionEntry } from "../session/types.js";
 import { chainEntries } from "../session/writer.js";
@@ -43,8 +45,10 @@ export interface CompactionPlan {
   preparation: CompactionPreparation | null;
   /** The `compaction` entry, placed after the leaf (id, parent, timestamp), or null. */
   entry: CompactionEntry<CompactionDetails> | null;
-  /** Pi's estimate of the context (tokens) now, and after the entry is appended (= before when nothing is). */
-  context: { before: number; after: number };
+  /** Pi's estimate of the context (tokens; `estimateProjectedContextTokens`, what its trigger compares) now, and after the entry is appended (= before when nothing is). */
+  piEstimate: { before: number; after: number };
+  /** The context Pi sends (`context/size.ts`, the one measure every command reports, with the extension's phases) now and after the entry. */
+  context: { before: ContextSize; after: ContextSize };
   usage: Usage | null;
 }
 
@@ -66,6 +70,7 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
   const fraction = typeof options.ifOver === "number" ? options.ifOver : undefined;
   const trigger = checkTrigger(branch, projected, options.contextWindow, settings, fraction);
   const before = trigger.contextTokens;
+  const sentNow = contextSize(view.rendered.afterAgent);
   const idle = (status: CompactionStatus, reason: string, preparation: CompactionPreparation | null = null): CompactionPlan => ({
     status,
     reason,
@@ -73,7 +78,8 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
     trigger,
     preparation,
     entry: null,
-    context: { before, after: before },
+    piEstimate: { before, after: before },
+    context: { before: sentNow, after: sentNow },
     usage: null,
   });
 
@@ -104,7 +110,8 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
     trigger,
     preparation: prepared,
     entry,
-    context: { before, after: estimateProjectedContextTokens(projectEntries(after), after).tokens },
+    piEstimate: { before, after: estimateProjectedContextTokens(projectEntries(after), after).tokens },
+    context: { before: sentNow, after: contextSize(renderBranch(after, view.config).afterAgent) },
     usage: usage ?? null,
   };
 }

@@ -1,13 +1,15 @@
 /**
  * What `compact` reports for one session (and prints as `--json`, `sessions[]` of
- * `condense.compact/1`; docs/json-schemas.md): the status and why, the settings and window used,
+ * `condense.compact/2`; docs/json-schemas.md): the status and why, the settings and window used,
  * Pi's trigger, the preparation (first kept entry, split turn, counts, file lists), the context
  * before and after, the summary's size and usage, and what was written.
  */
 import type { CompactionSettings } from "../compact/settings.js";
 import { computeFileLists } from "../compact/file-ops.js";
+import type { ContextSize } from "../context/size.js";
 import { lineOf } from "../report/session-metrics.js";
 import type { MigrationReport } from "../session/commit.js";
+import { sessionLabel, type SessionLabel } from "../session/label.js";
 import type { Session } from "../session/session.js";
 import type { CompactionPlan, CompactionStatus } from "./compact-plan.js";
 
@@ -17,6 +19,8 @@ export type WindowSource = "override" | "registry" | "unknown";
 /** The report of one session (`compact --json`: `sessions[]`). */
 export interface CompactFileResult extends MigrationReport {
   session: string;
+  /** How a person knows the session: short id, date, name or first prompt. */
+  label: SessionLabel;
   status: CompactionStatus;
   reason: string | null;
   summarizer: string;
@@ -35,8 +39,11 @@ export interface CompactFileResult extends MigrationReport {
   readFiles: string[];
   modifiedFiles: string[];
   tokensBefore: number | null;
-  context: { before: number; after: number };
-  /** Whether the context after fits `window − reserveTokens` (null when the window is unknown). */
+  /** Pi's estimate of the context (tokens; `estimateProjectedContextTokens`) before and after the entry: what Pi's trigger compares. */
+  piEstimate: { before: number; after: number };
+  /** The context Pi sends before and after the entry, in the measure every command reports (`context/size.ts`). */
+  context: { before: ContextSize; after: ContextSize };
+  /** Whether Pi's estimate after fits `window − reserveTokens` (null when the window is unknown). */
   fits: boolean | null;
   summaryChars: number | null;
   usage: { input: number; output: number; cost: number } | null;
@@ -84,6 +91,7 @@ export function compactReport(session: Session, plan: CompactionPlan, facts: Com
   const u = plan.usage;
   return {
     session: session.path,
+    label: sessionLabel(session),
     status: plan.status,
     reason: plan.reason,
     summarizer: facts.summarizer,
@@ -102,8 +110,9 @@ export function compactReport(session: Session, plan: CompactionPlan, facts: Com
     readFiles: details?.readFiles ?? [],
     modifiedFiles: details?.modifiedFiles ?? [],
     tokensBefore: prep?.tokensBefore ?? null,
+    piEstimate: plan.piEstimate,
     context: plan.context,
-    fits: level === null ? null : plan.context.after <= level,
+    fits: level === null ? null : plan.piEstimate.after <= level,
     summaryChars: plan.entry?.summary.length ?? null,
     usage: u ? { input: u.input, output: u.output, cost: u.cost?.total ?? 0 } : null,
     entryId: plan.entry?.id ?? null,

@@ -10,7 +10,7 @@ import { localSummary } from "../compact/local-summary.js";
 import { CompactionModels } from "../compact/model.js";
 import { modelSummary } from "../compact/model-summary.js";
 import { sessionCompactionSettings, type CompactionSettings, type SessionCompactionSettings } from "../compact/settings.js";
-import { defaultConfig } from "../config/config.js";
+import { loadConfig } from "../config/config.js";
 import { loadModelRegistry, registryWindow } from "../report/budget.js";
 import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
 import type { Session } from "../session/session.js";
@@ -100,7 +100,8 @@ export async function compactSession(file: string, options: CompactSessionOption
   warnings.push(...pi.warnings);
   const { window, from } = await contextWindowOf(session, options.contextWindow);
   const summary = await summaryFor(session, options, runtime, pi);
-  const plan = await planCompaction(sessionView(session, defaultConfig()), {
+  // The pruning configuration as every command reads it: the context before → after is measured as they measure it.
+  const plan = await planCompaction(sessionView(session, loadConfig()), {
     settings: pi.settings,
     summarize: summary.summarize,
     contextWindow: window,

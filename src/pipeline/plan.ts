@@ -12,23 +12,30 @@ import type { RecoveryOptions } from "../context/vocabulary.js";
 import { contextEditEntry, contextEditsEntry, diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
 import { ownContextEditIds } from "../entries/read.js";
 import { planContextEdits, type ContextEditPlan } from "../render/context-edits.js";
-import type { ContextMetrics, DiagnosticData, FlushMetricsData, StatsData } from "../entries/types.js";
+import {
+  type ChainEntryData,
+  type ContextMetrics,
+  CUSTOM_TYPES,
+  type DiagnosticData,
+  type FlushMetricsData,
+  type StatsData,
+  type SummaryDetails,
+} from "../entries/types.js";
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { contextOccurrences } from "../prune/occurrences.js";
-import { sizeMessages } from "../report/counts.js";
+import { contextSize, type ContextSize } from "../context/size.js";
 import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recovery.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
-import type { Message, NewEntry, SessionEntry } from "../session/types.js";
+import type { AgentMessage, NewEntry, SessionEntry } from "../session/types.js";
 import { chainEntries } from "../session/writer.js";
+import { withRecoveryHint } from "../summarize/refs.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
 import type { TargetDecision } from "./target.js";
 import type { SessionView } from "./view.js";
-
-type ContextSize = ReturnType<typeof sizeMessages>;
 
 export interface PlanOptions {
   summarizer: Summarizer;
@@ -39,6 +46,12 @@ export interface PlanOptions {
   targetPath: string;
   signal?: AbortSignal;
   onProgress?: (progress: FlushProgress) => void;
+  /**
+   * False when only the render after the run matters (a dry-run render, the "after" a command
+   * reports): the flush-metrics entry then carries zeros instead of the extension's JSON-measured
+   * context metrics, which cost a serialization of every branch message. Default true.
+   */
+  flushMetrics?: boolean;
   /** Whom the run writes for (default: the extension only). */
   target?: TargetDecision;
   /** For the `pi` target: how the recovery command in stubs names the session (`--session` when needed). */
@@ -55,24 +68,30 @@ export interface RunPlan {
   report: RunReport;
   /** The branch after the run (for `render --dry-run`). */
   afterBranch: SessionEntry[];
+  /** The render of `afterBranch`. */
+  after: Rendered;
 }
 
 /**
- * Plan the main job on a session. Reads the capture and the render of the session as read, then
+ * Plan the main job on a session: the extension's entries, and for the `pi` target Pi's own context
+ * edits too. Reads the capture and the render of the session as read, then
  * advances `view.indexer` through the flush, the chain compression and the recovery index.
  *
- * `run` never makes the context Pi sends larger: when the planned render would be larger than the
- * render as read, the summaries and chains are withheld (the report says why) and only what
+ * `run` never makes the context Pi sends larger (`context/size.ts`, the measure every command
+ * reports): when the planned render would be larger than the render as read, the summaries and chains are withheld (the report says why) and only what
  * leaves the context as it is — the recovery index and new diagnostics — is planned.
  * @throws CondenseError (exit 130) when `signal` aborts during summarization
  */
 export async function planRun(view: SessionView, options: PlanOptions): Promise<RunPlan> {
   // Everything that reads the index as read comes before the flush advances it.
-  const metrics = computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
+  const metrics =
+    options.flushMetrics === false
+      ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
+      : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
   const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
   const capture = view.capture;
-  const flush = await flushBatches(capture.batches, view.indexer, {
+  const flushed = await flushBatches(capture.batches, view.indexer, {
     config: view.config,
     summarizer: options.summarizer,
     concurrency: options.concurrency,
@@ -81,8 +100,11 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     signal: options.signal,
     onProgress: options.onProgress,
   });
-  const chains = await compressStep(view, options, failedKeys(capture.batches, flush.outcomes));
-  const pruning = [...flush.entries, ...(chains?.entries ?? [])];
+  const chains = await compressStep(view, options, failedKeys(capture.batches, flushed.outcomes));
+  const hinted = placeRecoveryHint([...flushed.entries, ...(chains?.entries ?? [])], flushed.summaryRoom);
+  const pruning = hinted.entries;
+  // A summary that carries the hint is that much longer: the frontier and the report count it.
+  const flush = withSummaryChars(flushed, hinted.summaryCharsAdded);
   const full = finishPlan(view, options, {
     indexer: view.indexer,
     pruning,
@@ -93,8 +115,8 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
   let withheld: RunReport["withheld"] = null;
   // What Pi sends for the target: stock Pi's own projection for `pi`, the extension's render otherwise.
   const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
-  const sent = (p: Finished) => sizeMessages(forStockPi ? p.piOnlyAfter : p.after.after);
-  const from = sizeMessages(forStockPi ? before.before : before.after);
+  const sent = (p: Finished) => contextSize(forStockPi ? p.piOnlyAfter : p.after.afterAgent);
+  const from = contextSize(forStockPi ? before.beforeAgent : before.afterAgent);
   const to = sent(full);
   if (pruning.length > 0 && to.chars > from.chars) {
     // Summaries and chains would grow the context: plan only what leaves it as it is — for stock
@@ -117,30 +139,33 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     flush: plan === full ? flush : emptyFlush(flush),
     chains: plan === full ? chains : null,
     before,
-    after: plan.after,
+    after: plan.final,
     entriesAppended: plan.entries.length,
     sidecars: sidecars.length,
     recovered: plan.recovery.recovered,
     withheld,
   });
-  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries] };
+  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries], after: plan.final };
 }
 
 /** The entries of a plan, chained, with the render after them and the recovery they hold. */
 interface Finished {
   entries: SessionEntry[];
+  /** The render with the pruning entries (what the recovery index and diagnostics read). */
   after: Rendered;
+  /** The render of the whole plan: `after`, or with stock Pi's context edits when there are any. */
+  final: Rendered;
   recovery: RecoveryPlan;
   /** For the `pi` target: the context edits planned (null for the extension target). */
   edits: ContextEditPlan | null;
-  /** What stock Pi sends after the whole plan (its projection, converted). */
-  piOnlyAfter: Message[];
+  /** What stock Pi sends after the whole plan (its projection). */
+  piOnlyAfter: AgentMessage[];
 }
 
 /**
  * Chain the pruning entries, render the branch with them, index what that render removes
  * (recovery), then add the tail (bookkeeping), for the `pi` target the context edits of that branch
- * and the entry listing them, and the diagnostics not recorded yet — those of the render and the
+ * and the entry listing them, and the diagnostics not recorded yet — those of the renders and the
  * occurrence collisions. Custom entries do not change the render, so the render of the pruning
  * entries is the render of the whole plan as the extension sees it without stock Pi's edits.
  */
@@ -162,7 +187,7 @@ function finishPlan(
   const found = [...after.diagnostics, ...(final === after ? [] : final.diagnostics), ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))];
   const diagnostics = unrecordedDiagnostics(view.branch, found);
   const entries = chainEntries(view.session, [...payloads, ...(native?.payloads ?? []), ...diagnostics.map(diagnosticEntry)], nowIso);
-  return { entries, after, recovery, edits: native?.plan ?? null, piOnlyAfter: final.before };
+  return { entries, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
 }
 
 /**
@@ -255,6 +280,50 @@ function bookkeeping(
     metrics: run.metrics,
   };
   return [...(flush.frontier ? [frontierEntry(flush.frontier)] : []), statsEntry(stats), flushMetricsEntry(flushMetrics)];
+}
+
+/**
+ * The recovery hint, once per run (docs/design.md "Recovery hints"): at the end of the last summary
+ * this run writes that no chain compressed in this run hides and that stays within its batch's raw
+ * size with it; without one, at the end of the last chain body this run writes; else nowhere
+ * (the extension's stubs name `context_tree_query` themselves).
+ * @param entries the flush's entries, then the chain step's, in order
+ * @param room each summary entry's batch raw chars
+ */
+export function placeRecoveryHint(entries: NewEntry[], room: Map<NewEntry, number>): { entries: NewEntry[]; summaryCharsAdded: number } {
+  const hidden = new Set<string>();
+  for (const e of entries)
+    if (e.type === "custom" && e.customType === CUSTOM_TYPES.chain) for (const ref of (e.data as ChainEntryData).toolRefs ?? []) hidden.add(ref);
+  const fits = (e: NewEntry): e is NewEntry & { type: "custom_message"; content: string } => {
+    if (e.type !== "custom_message" || typeof e.content !== "string" || !room.has(e)) return false;
+    const refs = (e.details as SummaryDetails).toolCallRefs;
+    return !refs.some((r) => hidden.has(r.shortId)) && withRecoveryHint(e.content).length <= (room.get(e) ?? 0);
+  };
+  const out = [...entries];
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i];
+    if (fits(e)) {
+      const content = withRecoveryHint(e.content);
+      out[i] = { ...e, content };
+      return { entries: out, summaryCharsAdded: content.length - e.content.length };
+    }
+  }
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i];
+    if (e.type !== "custom" || e.customType !== CUSTOM_TYPES.chain) continue;
+    const data = e.data as ChainEntryData;
+    if (data.rangeSummaryText === undefined) continue;
+    out[i] = { ...e, data: { ...data, rangeSummaryText: withRecoveryHint(data.rangeSummaryText) } };
+    return { entries: out, summaryCharsAdded: 0 };
+  }
+  return { entries: out, summaryCharsAdded: 0 };
+}
+
+/** The flush result with `added` more summary characters (in its totals and its frontier). */
+function withSummaryChars(flush: FlushResult, added: number): FlushResult {
+  if (added === 0) return flush;
+  const frontier = flush.frontier ? { ...flush.frontier, summaryCharCount: flush.frontier.summaryCharCount + added } : null;
+  return { ...flush, summaryChars: flush.summaryChars + added, frontier };
 }
 
 /** Occurrence keys of the captured calls whose batch failed to summarize. */

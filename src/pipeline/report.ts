@@ -8,11 +8,11 @@ import type { CaptureResult } from "../prune/capture.js";
 import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { ContextEditKind, ContextEditPlan } from "../render/context-edits.js";
 import type { Rendered } from "../render/render.js";
-import { sizeMessages } from "../report/counts.js";
-import type { Message } from "../session/types.js";
+import { contextSize, type ContextSize } from "../context/size.js";
 import type { SummarizerUsage } from "../summarize/types.js";
 import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
+import type { AgentMessage } from "../session/types.js";
 import type { TargetDecision } from "./target.js";
 
 /** What the context edits of a `pi`-target run do (null for the `extension` target). */
@@ -60,14 +60,10 @@ export interface RunReport {
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
   /**
-   * The context before and after the run: with the extension switched on (`before`, `after`), and
-   * as stock Pi sends it, without the extension (`piOnly`).
+   * The context Pi sends (`context/size.ts`), before and after the run: with the extension switched
+   * on (`before`, `after`), and stock Pi's, without it (`piOnly`).
    */
-  context: {
-    before: { chars: number; tokens: number };
-    after: { chars: number; tokens: number };
-    piOnly: { before: { chars: number; tokens: number }; after: { chars: number; tokens: number } };
-  };
+  context: { before: ContextSize; after: ContextSize; piOnly: { before: ContextSize; after: ContextSize } };
   usage: SummarizerUsage & { calls: number };
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
@@ -84,8 +80,8 @@ export interface RunFacts {
   summarizer: string;
   target: TargetDecision;
   contextEdits: ContextEditPlan | null;
-  /** What stock Pi sends after the run (its projection, converted). */
-  piOnlyAfter: Message[];
+  /** What stock Pi sends after the run (its projection). */
+  piOnlyAfter: AgentMessage[];
   capture: CaptureResult;
   flush: FlushResult;
   chains: CompressResult | null;
@@ -132,9 +128,9 @@ export function runReport(facts: RunFacts): RunReport {
       waiting: chains?.waiting ?? 0,
     },
     context: {
-      before: sizeMessages(facts.before.after),
-      after: sizeMessages(facts.after.after),
-      piOnly: { before: sizeMessages(facts.before.before), after: sizeMessages(facts.piOnlyAfter) },
+      before: contextSize(facts.before.afterAgent),
+      after: contextSize(facts.after.afterAgent),
+      piOnly: { before: contextSize(facts.before.beforeAgent), after: contextSize(facts.piOnlyAfter) },
     },
     usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
@@ -161,8 +157,8 @@ function editCounts(plan: ContextEditPlan): ContextEditCounts {
 
 /** The report of a run that has nothing to do: the context as read, the calls capture saw. */
 export function idleRunReport(session: string, target: TargetDecision, capture: CaptureResult, rendered: Rendered): RunReport {
-  const size = sizeMessages(rendered.after);
-  const piOnly = sizeMessages(rendered.before);
+  const size = contextSize(rendered.afterAgent);
+  const piOnly = contextSize(rendered.beforeAgent);
   return {
     session,
     summarizer: "none (nothing to do)",

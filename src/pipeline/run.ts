@@ -4,9 +4,13 @@
  * then commit — unless it is a dry run. What the user sees (warnings, notices, progress) goes
  * through {@link RunHooks}; the command only parses options and prints the report.
  */
+import { dirname } from "node:path";
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
 import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
+import { sessionLabel, type SessionLabel } from "../session/label.js";
+import type { Session } from "../session/session.js";
+import { serializeAppend } from "../session/writer.js";
 import { createSummarizer } from "../summarize/select.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
@@ -38,11 +42,29 @@ export interface RunHooks {
   progress?(summarizerName: string, local: boolean): { update(p: FlushProgress): void; stop(): void } | null;
 }
 
+/**
+ * What a run adds on disk: the session grows by `appendBytes` (what was appended, or would be on a
+ * dry run) from `fileBytes`; sidecars (spilled outputs) go to `sidecarDirs`.
+ */
+export interface DiskGrowth {
+  fileBytes: number;
+  appendBytes: number;
+  sidecarFiles: number;
+  sidecarBytes: number;
+  /** Folders the sidecars go to (`<session id>-blobs/` beside the session), each once. */
+  sidecarDirs: string[];
+}
+
 /** What `run` reports per session (README "JSON output"). */
 export interface RunFileResult extends RunReport {
+  /** How a person knows the session: short id, date, name or first prompt. */
+  label: SessionLabel;
   dryRun: boolean;
   written: string | null;
   bytesAppended: number;
+  disk: DiskGrowth;
+  /** Warnings about this session (reader warnings, summarizer notices), as printed on stderr. */
+  warnings: string[];
   migratedFrom?: number;
   backup?: string;
   wallMs: number;
@@ -59,17 +81,26 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   let path = file;
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (options.signal.aborted) throw interrupted();
+  // Every warning also goes into the report (`run --json`).
+  const warnings: string[] = [];
+  const warn = (message: string) => {
+    warnings.push(message);
+    hooks.warn(message);
+  };
   // Context edits name their targets by id, which Pi's own v1 migration would renumber.
-  const writeOptions = { ...options, idsNamed: options.target !== "extension" };
-  const { session, migration, base } = await openForWrite(file, writeOptions, (m) => hooks.warn(m));
+  const { session, migration, base } = await openForWrite(file, { ...options, idsNamed: options.target !== "extension" }, warn);
   path = session.path;
+  const label = sessionLabel(session);
   const targetPath = options.output ?? session.path;
   const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd);
-  const done = (report: RunReport, written: string | null, bytesAppended: number): RunFileResult => ({
+  const done = (report: RunReport, written: string | null, bytesAppended: number, plan?: RunPlan): RunFileResult => ({
     ...report,
+    label,
     dryRun: options.dryRun,
     written,
     bytesAppended,
+    disk: diskGrowth(session, plan),
+    warnings,
     ...migration,
     wallMs: Date.now() - started,
   });
@@ -77,7 +108,12 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
   const idle = options.output ? null : idleReport(view, { target, recovery });
   if (idle) return done(idle, null, 0);
-  const summarizer = await createSummarizer(options.summarizer, options.config, session, { onNotice: (m) => hooks.notice(`${session.path}: ${m}`) });
+  const summarizer = await createSummarizer(options.summarizer, options.config, session, {
+    onNotice: (m) => {
+      warnings.push(`${session.path}: ${m}`);
+      hooks.notice(`${session.path}: ${m}`);
+    },
+  });
   const progress = hooks.progress?.(summarizer.name, summarizer.local) ?? null;
   let plan: RunPlan;
   try {
@@ -98,7 +134,20 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     progress?.stop();
   }
   if (options.signal.aborted) throw interrupted();
-  if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0);
+  if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0, plan);
   const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
-  return done(plan.report, written, bytesAppended);
+  return done(plan.report, written, bytesAppended, plan);
+}
+
+/** What the plan adds on disk (nothing without a plan). */
+function diskGrowth(session: Session, plan: RunPlan | undefined): DiskGrowth {
+  const entries = plan?.entries ?? [];
+  const sidecars = plan?.sidecars ?? [];
+  return {
+    fileBytes: session.size,
+    appendBytes: entries.length > 0 ? Buffer.byteLength(serializeAppend(session, entries), "utf8") : 0,
+    sidecarFiles: sidecars.length,
+    sidecarBytes: sidecars.reduce((n, s) => n + Buffer.byteLength(s.text, "utf8"), 0),
+    sidecarDirs: [...new Set(sidecars.map((s) => dirname(s.path)))],
+  };
 }

@@ -81,6 +81,20 @@ export class SessionView {
     return this.captured;
   }
 
+  /**
+   * A view of the same session that shares what this one has computed (projection, messages,
+   * capture, render as read — computed now if not yet) and has an index of its own, so that
+   * planning on it leaves this view's index as read. Fork before planning on this view.
+   */
+  fork(): SessionView {
+    const other = new SessionView(this.session, this.config);
+    other.projected = this.context;
+    other.ownMessages = this.branchMessages;
+    other.captured = this.capture;
+    other.renderedAsRead = this.rendered;
+    return other;
+  }
+
   /** The context as read, before and after pruning. */
   get rendered(): Rendered {
     this.renderedAsRead ??= renderItems(this.items, this);

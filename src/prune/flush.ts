@@ -80,6 +80,8 @@ export interface FlushResult {
   /** Model calls made (answers received, accepted or not). */
   modelCalls: number;
   processedBatches: number;
+  /** Each summary entry among `entries` with the raw chars of the batch it replaces (what it may grow to). */
+  summaryRoom: Map<NewEntry, number>;
 }
 
 interface HashOrigin {
@@ -292,6 +294,7 @@ class RealPass {
     usage: zeroUsage(),
     modelCalls: 0,
     processedBatches: 0,
+    summaryRoom: new Map(),
   };
   private readonly hashes: HashState;
   private readonly frontier = new FrontierTracker();
@@ -402,7 +405,9 @@ class RealPass {
       turnIndex: plan.batch.turnIndex,
       timestamp: plan.batch.timestamp,
     };
-    out.push(summaryEntry(text, details), indexEntry({ toolCalls: records }));
+    const entry = summaryEntry(text, details);
+    this.result.summaryRoom.set(entry, plan.rawChars);
+    out.push(entry, indexEntry({ toolCalls: records }));
     for (const record of records) indexer.addRecord(record, true);
     indexer.registerRefs(committed);
     indexer.summaries.push({ entryId: "", refs: committed, text });

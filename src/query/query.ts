@@ -188,7 +188,8 @@ export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOu
   lines.push(`Tool: ${r.toolName}`);
   lines.push(`Arguments: ${JSON.stringify(r.args ?? null, null, 2)}`);
   lines.push(`Status: ${r.isError ? style.red("ERROR") : style.green("OK")}`);
-  lines.push(`Turn: ${r.turnIndex}`);
+  // A record back-filled when its chain was compressed was never in a batch: it has no turn.
+  lines.push(r.turnIndex < 0 ? "Turn: none (indexed when its chain was compressed)" : `Turn: ${r.turnIndex}`);
   lines.push(...images);
   if (body.source === "sidecar") lines.push(style.dim(`Spilled output read from: ${body.sidecarPath}`));
   if (body.source === "preview") {
@@ -197,8 +198,9 @@ export function formatQueryBlock(hit: QueryHit, body: QueryBody, output: QueryOu
   lines.push("");
   let text = output.text;
   if (output.truncation) {
-    text += `\n${truncationNotice(output.truncation)}`;
-    if (output.truncation.firstLineTooLong) text += "\n(the first line alone is over 50 KB; use --full to see it)";
+    const t = output.truncation;
+    text += `\n${truncationNotice(t).replace(/]$/, `; --full prints all ${t.totalLines.toLocaleString("en-US")}]`)}`;
+    if (t.firstLineTooLong) text += "\n(the first line alone is over 50 KB; use --full to see it)";
   }
   lines.push(text);
   return lines.join("\n");

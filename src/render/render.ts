@@ -15,14 +15,14 @@ import type { PruneContext, PruneResult, RenderDiagnostic } from "./types.js";
 export interface Rendered {
   /** The context without pruning: what stock Pi sends (its projection, converted). */
   before: Message[];
-  /** The same before `convertToLlm` (Pi's own roles kept, for the transcript). */
+  /** The same before `convertToLlm` (Pi's own roles kept: for the transcript, and what Pi's estimate counts). */
   beforeAgent: AgentMessage[];
   /** The context after pruning. */
   after: Message[];
   /** The context after pruning, before `convertToLlm` (Pi's own roles kept, for the transcript). */
   afterAgent: AgentMessage[];
-  /** Messages after each phase (converted). */
-  phases: { phase: string; messages: Message[] }[];
+  /** Messages after each phase (converted, and before conversion). */
+  phases: { phase: string; messages: Message[]; agentMessages: AgentMessage[] }[];
   diagnostics: RenderDiagnostic[];
   /**
    * What the extension's `context` handler saw and answered: the projected items without system
@@ -62,7 +62,10 @@ export function renderItems(items: ContextItem[], ctx: PruneContext): Rendered {
     beforeAgent: projected,
     after: convertToLlm(sent),
     afterAgent: sent,
-    phases: phases.map((p) => ({ phase: p.phase, messages: convertToLlm(restoreSystemMessages(projected, visible, p.messages)) })),
+    phases: phases.map((p) => {
+      const agentMessages = restoreSystemMessages(projected, visible, p.messages);
+      return { phase: p.phase, messages: convertToLlm(agentMessages), agentMessages };
+    }),
     diagnostics,
     handler: { items: visible === projected ? items : items.filter((i) => i.message.role !== "system"), pruned },
   };

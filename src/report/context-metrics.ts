@@ -1,9 +1,12 @@
 /**
  * Context health metrics (docs/design.md "Single-chain sessions", observability metrics; the
- * extension's `computeContextMetrics`). Sizes are `JSON.stringify` lengths; token
- * figures are chars/4 estimates (`Math.round`) unless another tokenizer is passed.
+ * extension's `computeContextMetrics`): open-cycle thinking, largest-chain share, frontier gap.
+ * Sizes come from a {@link ContextMeasure}: the extension's (`JSON.stringify` lengths, tokens
+ * `Math.round(chars / 4)`) for the flush-metrics entries written for it, or condense's one
+ * context measure (`context/size.ts`, Pi's estimate) for what `metrics` prints.
  */
 import { detectChains, openSegmentStart } from "../chain/detect.js";
+import { messageChars } from "../context/size.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { resultKeyOf } from "../context/vocabulary.js";
 import type { ProtectionTest } from "../prune/protect.js";
@@ -12,54 +15,92 @@ import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../sessi
 import { jsonLengthMemo, type JsonLength } from "./json-size.js";
 import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
-const json = (m: unknown) => JSON.stringify(m) ?? "";
+/** A thinking block as the metrics read it. */
+export interface ThinkingBlock {
+  type: "thinking";
+  thinking?: string;
+}
+
+/** How the metrics measure messages. */
+export interface ContextMeasure {
+  /** Size of one message, for the largest-chain share. */
+  chars(message: AgentMessage): number;
+  /** Tokens of one tool result, for the frontier gap. */
+  resultTokens(message: AgentMessage): number;
+  /** Tokens of the open segment's thinking blocks, together. */
+  thinkingTokens(blocks: ThinkingBlock[]): number;
+}
+
+/**
+ * The extension's measure (pi-condense `context-metrics.ts`): `JSON.stringify` lengths; a result's
+ * tokens `Math.round(chars / 4)`, the thinking blocks' JSON lengths summed, then rounded once.
+ * Used for the `context-prune-flush-metrics` entries, which the extension reads.
+ */
+export function extensionMeasure(lengthOf: JsonLength = jsonLengthMemo()): ContextMeasure {
+  return {
+    chars: (m) => lengthOf(m),
+    resultTokens: (m) => Math.round(lengthOf(m) / 4),
+    thinkingTokens: (blocks) => Math.round(blocks.reduce((n, b) => n + lengthOf(b), 0) / 4),
+  };
+}
+
+/**
+ * condense's context measure (`context/size.ts`): Pi's per-message characters; tokens by the
+ * tokenizer (default: Pi's ceil(chars / 4) per message; thinking: the thinking texts together).
+ */
+export function contextMeasure(tokenizer: Tokenizer = CHARS4): ContextMeasure {
+  return {
+    chars: messageChars,
+    resultTokens: (m) => tokenizer.messageTokens(m),
+    thinkingTokens: (blocks) => tokenizer.count(blocks.map((b) => (typeof b.thinking === "string" ? b.thinking : "")).join("")),
+  };
+}
+
+/** Options of {@link computeContextMetrics}. */
+export interface ContextMetricsOptions {
+  /** How messages are measured (default: the extension's JSON measure). */
+  measure?: ContextMeasure;
+  /** When given, the frontier gap counts only tool results whose occurrence key it accepts (those in the context Pi sends). */
+  inContext?: (resultKey: string) => boolean;
+}
 
 /**
  * Open-cycle thinking tokens, largest-chain share (%) and frontier gap tokens of a branch.
  *
  * - Open segment: the messages strictly after the last text-only assistant reply (an assistant
  *   message without toolCall blocks); the whole list when there is none.
- * - `openCycleThinkingTokens`: tokens of the `JSON.stringify`'d `thinking` blocks of the open
- *   segment's assistant messages (chars/4: summed first, rounded once).
+ * - `openCycleThinkingTokens`: tokens of the `thinking` blocks of the open segment's assistant messages.
  * - `largestChainSharePct`: `round(100 × max(largest chain, open segment) / all)` in chars. A
  *   chain spans from the first user message carrying its start timestamp to the first assistant
  *   at or after it carrying its final timestamp (a chain whose final message is not found does not
  *   count); an interrupted chain ends before the next user message. 0 for an empty branch.
  * - `frontierGapTokens`: tool results after the persisted frontier that are neither indexed
  *   (`isSummarized` of their occurrence key) nor protected (arguments from the nearest preceding
- *   assistant carrying that call id), each message estimated and rounded on its own. The frontier
+ *   assistant carrying that call id), each message measured on its own. The frontier
  *   anchors at the assistant whose 0-based assistant ordinal is `lastAttemptedTurnIndex`, if it
  *   carries the frontier call at block k: results of blocks 0..k before the next assistant are
  *   excluded. Without a frontier, or when the anchor is not found, the whole branch counts.
  *
  * @param messages branch messages in order (message entries, plus custom messages), not compaction-aware
- * @param tokenizer token estimate (default chars/4, the extension's)
- * @param lengthOf `JSON.stringify(x).length`, possibly memoized and shared with other measurements
  */
 export function computeContextMetrics(
   messages: AgentMessage[],
   frontier: FrontierData | null,
   indexer: Pick<ToolCallIndexer, "isSummarized">,
   isProtected: ProtectionTest,
-  tokenizer: Tokenizer = CHARS4,
-  lengthOf: JsonLength = jsonLengthMemo(),
+  options: ContextMetricsOptions = {},
 ): ContextMetrics {
   if (messages.length === 0) return { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 };
-  const sizes = messages.map((m) => lengthOf(m));
+  const measure = options.measure ?? extensionMeasure();
+  const sizes = messages.map((m) => measure.chars(m));
   const total = sizes.reduce((a, b) => a + b, 0);
   const openStart = openSegmentStart(messages);
-  const tokensOf = (value: object, chars: number) => (tokenizer.fromChars ? tokenizer.fromChars(chars) : tokenizer.count(json(value)));
 
-  let thinkingChars = 0;
-  const thinking: object[] = [];
+  const thinking: ThinkingBlock[] = [];
   for (let i = openStart; i < messages.length; i++) {
     const m = messages[i];
     if (m.role !== "assistant" || !Array.isArray(m.content)) continue;
-    for (const b of m.content) {
-      if (b?.type !== "thinking") continue;
-      thinking.push(b);
-      thinkingChars += lengthOf(b);
-    }
+    for (const b of m.content) if (b?.type === "thinking") thinking.push(b);
   }
 
   let largest = 0;
@@ -72,11 +113,13 @@ export function computeContextMetrics(
     if (sum > largest) largest = sum;
   }
 
-  const gap = frontierGap(messages, frontier, indexer, isProtected, (i) => tokensOf(messages[i], sizes[i]));
+  const inContext = options.inContext ?? (() => true);
+  const gap = frontierGap(messages, frontier, indexer, isProtected, (i) =>
+    inContext(resultKeyOf(messages[i] as ToolResultMessage)) ? measure.resultTokens(messages[i]) : 0,
+  );
 
   return {
-    // Summed first, rounded once (chars/4); other tokenizers count the concatenated blocks.
-    openCycleThinkingTokens: tokenizer.fromChars ? tokenizer.fromChars(thinkingChars) : tokenizer.count(thinking.map(json).join("")),
+    openCycleThinkingTokens: thinking.length > 0 ? measure.thinkingTokens(thinking) : 0,
     largestChainSharePct: total > 0 ? Math.round((100 * largest) / total) : 0,
     frontierGapTokens: gap,
   };

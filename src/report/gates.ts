@@ -9,7 +9,7 @@ import type { SessionMetrics } from "./session-metrics.js";
 export interface GateLimits {
   /** `--max-frontier-gap N`: tokens of unsummarized, unprotected tool results past the frontier. */
   maxFrontierGap?: number;
-  /** `--max-chain-share P`: percent (0–100) of the branch held by the largest chain or the open segment. */
+  /** `--max-chain-share`: percent (0–100; given as `0.8` or `80%`) of the branch held by the largest chain or the open segment. */
   maxChainShare?: number;
   /** `--max-open-thinking N`: thinking tokens after the last text-only reply. */
   maxOpenThinking?: number;
@@ -56,5 +56,6 @@ export function describeCrossing(c: GateCrossing): string {
   if (c.flag === "--fail-on-diagnostics") {
     return `${c.session}: diagnosticFaults = ${c.value} (${c.detail}) exceeds --fail-on-diagnostics 0`;
   }
-  return `${c.session}: ${c.metric} = ${c.value.toLocaleString("en-US")} exceeds ${c.flag} ${c.limit.toLocaleString("en-US")}`;
+  const unit = c.metric === "largestChainSharePct" ? "%" : "";
+  return `${c.session}: ${c.metric} = ${c.value.toLocaleString("en-US")}${unit} exceeds ${c.flag} ${c.limit.toLocaleString("en-US")}${unit}`;
 }

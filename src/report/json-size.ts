@@ -1,7 +1,7 @@
 /**
- * Sizes of JSON serializations (the extension's `JSON.stringify(x).length`), memoized per object so
- * that a message shared by several measurements (the branch, the context before and after pruning)
- * is serialized once. Only for objects that are not mutated afterwards (sessions read for a report).
+ * Sizes of JSON serializations (the extension's `JSON.stringify(x).length`, for the flush metrics it
+ * reads), memoized per object so that a message is serialized once. Only for objects that are not
+ * mutated afterwards (sessions read for a report).
  */
 
 /** `JSON.stringify(value).length`, memoized by object identity. */
@@ -18,14 +18,4 @@ export function jsonLengthMemo(): JsonLength {
     }
     return n;
   };
-}
-
-/**
- * `JSON.stringify(list).length` from the lengths of its elements: brackets, elements, commas.
- * Every element must be an object (as messages are).
- */
-export function jsonListLength(list: object[], lengthOf: JsonLength): number {
-  let n = 2 + Math.max(0, list.length - 1);
-  for (const item of list) n += lengthOf(item);
-  return n;
 }

@@ -5,26 +5,21 @@
  * the pruner index, and the structural diagnostics. The JSON shape is documented in
  * docs/json-schemas.md; field names are stable.
  */
-import { convertToLlm, type ContextItem } from "../context/projection.js";
+import type { ContextItem } from "../context/projection.js";
+import { contextSize, type ContextSize } from "../context/size.js";
 import { hasValidUsage, usageTokens } from "../context/usage.js";
+import { resultKeyOf } from "../context/vocabulary.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { Rendered } from "../render/render.js";
+import { sessionLabel, type SessionLabel } from "../session/label.js";
 import type { Session } from "../session/session.js";
 import type { AgentMessage, AssistantMessage, SessionEntry } from "../session/types.js";
-import { computeContextMetrics } from "./context-metrics.js";
+import { computeContextMetrics, contextMeasure } from "./context-metrics.js";
 import { findDiagnostics, faultCount, type Diagnostics } from "./diagnostics.js";
-import { jsonLengthMemo, jsonListLength, type JsonLength } from "./json-size.js";
 import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
-export interface ContextSize {
-  /** Messages pi-ai would receive. */
-  messages: number;
-  /** `JSON.stringify(messages).length`. */
-  chars: number;
-  /** Estimated tokens of that JSON text (the chosen tokenizer). */
-  tokens: number;
-}
+export type { ContextSize };
 
 /** A context before → after, and what that saves. */
 export interface ContextChange {
@@ -63,6 +58,8 @@ export interface ReportedUsage {
 export interface SessionMetrics {
   session: string;
   id: string;
+  /** How a person knows the session: short id, date, name or first prompt. */
+  label: SessionLabel;
   tokenizer: Tokenizer["name"];
   entries: number;
   branchEntries: number;
@@ -76,9 +73,9 @@ export interface SessionMetrics {
   largestChainSharePct: number;
   frontierGapTokens: number;
   /**
-   * The context before pruning — Pi's projection, without the context edits condense wrote for
-   * stock Pi — and after: what Pi sends with the extension switched on (`after`), and what stock
-   * Pi sends (`piOnly.after`, its projection with those edits).
+   * The context Pi sends (`context/size.ts`): `before` for the file as it is, `after` once `run`
+   * (deterministic summarizer, for the target `run` would pick) has appended its entries — the
+   * figures `run` reports: with the extension switched on, and stock Pi's, without it (`piOnly`).
    */
   context: ContextChange & { piOnly: ContextChange };
   reportedUsage: ReportedUsage | null;
@@ -107,15 +104,6 @@ export function lineOf(session: Pick<Session, "indexOf" | "locations">, entry: S
   return i === undefined ? null : (session.locations[i]?.line ?? null);
 }
 
-function sizeOf(messages: object[], tokenizer: Tokenizer, lengthOf: JsonLength): ContextSize {
-  if (tokenizer.fromChars) {
-    const chars = jsonListLength(messages, lengthOf);
-    return { messages: messages.length, chars, tokens: tokenizer.fromChars(chars) };
-  }
-  const text = JSON.stringify(messages);
-  return { messages: messages.length, chars: text.length, tokens: tokenizer.count(text) };
-}
-
 /**
  * One session as the metrics read it (`pipeline/view.ts` `SessionView` is one): the session, its
  * branch, the configuration's protection test, the index rebuilt from the branch, Pi's projection,
@@ -127,8 +115,6 @@ export interface MetricsInput {
   isProtected: ProtectionTest;
   indexer: ToolCallIndexer;
   items: ContextItem[];
-  /** Pi's projection without condense's own context edits (`pipeline/view.ts`). */
-  sourceContext: { items: ContextItem[] };
   branchMessages: AgentMessage[];
   rendered: Rendered;
 }
@@ -197,26 +183,32 @@ function indexSummary(indexer: ToolCallIndexer): SessionMetrics["index"] {
 /**
  * Compute the metrics of one loaded session.
  * @param view the session, its index, projection and render (under the pruning configuration)
- * @param tokenizer token estimate for every "tokens" figure (default chars/4)
+ * @param afterRun the render of the session after `run` (`pipeline/render.ts` `renderAfterRun`): its
+ *   `afterAgent` is what Pi sends with the extension, its `beforeAgent` what stock Pi sends
+ * @param tokenizer token estimate for every "tokens" figure (default Pi's ceil(chars / 4) per message)
  */
-export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer = CHARS4): SessionMetrics {
+export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, tokenizer: Tokenizer = CHARS4): SessionMetrics {
   const { session, branch, indexer } = view;
   const where = (e: SessionEntry) => lineOf(session, e);
-  // Messages shared by the branch, the context before and the context after are serialized once.
-  const lengthOf = jsonLengthMemo();
   const entryTypes: Record<string, number> = {};
   for (const e of session.entries) entryTypes[e.type] = (entryTypes[e.type] ?? 0) + 1;
   const { roles, toolCalls, toolResults, lastUsage } = branchCounts(branch);
-  const health = computeContextMetrics(view.branchMessages, indexer.frontier, indexer, view.isProtected, tokenizer, lengthOf);
-  const rendered = view.rendered;
-  const unedited = view.sourceContext.items === view.items ? rendered.before : convertToLlm(view.sourceContext.items.map((i) => i.message));
-  const before = sizeOf(unedited, tokenizer, lengthOf);
-  const after = sizeOf(rendered.after, tokenizer, lengthOf);
-  const piAfter = sizeOf(rendered.before, tokenizer, lengthOf);
-  const diagnostics = findDiagnostics(view.items, rendered.diagnostics, branch, where, rendered.afterAgent);
+  // The gap counts only results Pi still sends (not those a compaction left behind).
+  const inContext = new Set<string>();
+  for (const item of view.items) if (item.message.role === "toolResult") inContext.add(resultKeyOf(item.message));
+  const health = computeContextMetrics(view.branchMessages, indexer.frontier, indexer, view.isProtected, {
+    measure: contextMeasure(tokenizer),
+    inContext: (key) => inContext.has(key),
+  });
+  const tokensOf = (m: AgentMessage) => tokenizer.messageTokens(m);
+  const before = contextSize(view.rendered.afterAgent, tokensOf);
+  const after = contextSize(afterRun.afterAgent, tokensOf);
+  const piOnly = change(contextSize(view.rendered.beforeAgent, tokensOf), contextSize(afterRun.beforeAgent, tokensOf));
+  const diagnostics = findDiagnostics(view.items, view.rendered.diagnostics, branch, where, view.rendered.afterAgent);
   return {
     session: session.path,
     id: session.id,
+    label: sessionLabel(session),
     tokenizer: tokenizer.name,
     entries: session.entries.length,
     branchEntries: branch.length,
@@ -225,7 +217,7 @@ export function computeSessionMetrics(view: MetricsInput, tokenizer: Tokenizer =
     toolCalls,
     toolResults,
     ...health,
-    context: { ...change(before, after), piOnly: change(before, piAfter) },
+    context: { ...change(before, after), piOnly },
     reportedUsage: reportedUsageOf(lastUsage, lastUsage ? where(lastUsage.entry) : null),
     index: indexSummary(indexer),
     diagnostics,

@@ -1,16 +1,28 @@
 /**
- * The deterministic summarizer (docs/design.md §6 step 6): no model, no network, no key. Per tool
- * call one labelled bullet with the tool, its key argument, status, exit code and size, then the
- * lines a later turn needs (errors, failing tests, exit codes, file paths) copied verbatim. The
- * answer is kept shorter than the outputs it replaces by dropping notable lines, longest batch
- * member first, until it fits.
+ * The deterministic summarizer (docs/design.md §6 step 6, "Summary quality"): no model, no network,
+ * no key. Per tool call one labelled bullet with the tool, its key argument, status, exit code and
+ * size, then what a later turn needs, chosen for information (`facts.ts`), not position: the reason
+ * of a failure, error lines, totals, the file paths the output names, and for searches a few
+ * matches. Lines are copied without control characters and cut only between words. The answer
+ * stays shorter than the outputs it replaces: what it keeps is taken by importance (reasons, then
+ * errors, totals, paths, matches), each kind spread over the calls, until the room is used.
  */
+import { cropAtWord, stripControl } from "../util/text.js";
+import { exitStatus, failureReason, filePaths, isErrorLine, isFileRead, isTotalsLine } from "./facts.js";
 import type { Summarizer, SummaryBatch, SummaryCall, SummarizerResult } from "./types.js";
 
-const MAX_NOTABLE_LINES = 6;
-const MAX_LINE_CHARS = 200;
+export { isFileRead };
+
+const MAX_LINE_CHARS = 160;
 const MAX_ARG_CHARS = 160;
-/** Room left for the footer the summary gets later (its text plus one ref per call). */
+const MAX_ERROR_LINES = 80;
+const MAX_TOTALS_LINES = 3;
+const MAX_PATHS = 60;
+const MAX_MATCH_LINES = 3;
+/** An output this short is quoted whole on its call's line (newlines as ⏎). */
+const SHORT_OUTPUT_CHARS = 120;
+const SHORT_OUTPUT_LINES = 3;
+/** Room left for the footer and the recovery hint the summary may get later. */
 const FOOTER_ALLOWANCE = 170;
 const FOOTER_PER_CALL = 6;
 
@@ -18,39 +30,39 @@ const FOOTER_PER_CALL = 6;
 const KEY_ARGS = ["command", "cmd", "pattern", "query", "url", "glob", "path", "file_path", "filePath", "file"];
 const SEARCH_ARGS = new Set(["pattern", "query", "glob"]);
 const PATH_ARGS = ["path", "file_path", "filePath", "file"];
-/** Kinds of lines worth keeping, most important first. */
-const NOTABLE: RegExp[] = [
-  /\b[A-Za-z]*(Error|Exception)\b:|\berror(\[\w+\])?:|\bpanic(ked)?\b|\bfatal\b|Traceback|segmentation fault/i,
-  /^\s*(FAIL|not ok)\b|✗|✘|×|^\s*● |\bfail(ed|ing|ure)?\b/i,
-  /exit(ed)? (with )?(code|status)|exit code/i,
-  /\b(errors?|cannot|can't|could not|not found|no such file|denied|refused|timed? ?out|assert(ion)?|warning)\b/i,
-  /(?:^|[\s(])(?:\.{0,2}\/)?[\w.@-]+(?:\/[\w.@-]+)*\.[A-Za-z]\w*:\d+/,
-];
 /** Lines that only decorate (rules, box drawing). */
 const DECORATION = /^[\s\-=_*#~⎯─━│┃┌┐└┘├┤┬┴┼.]*$/;
-const EXIT_CODE = /(?:exit(?:ed)?(?: with)? (?:code|status)|exit code:?)\s*[:=]?\s*(-?\d+)/i;
-const READ_TOOLS = new Set(["read", "read_file", "view", "cat", "open", "fetch", "web_fetch", "webfetch"]);
+/** A search hit: `path:line: text` or `path:line:col: text`. */
+const MATCH = /^[\w./@~+-]+:\d+(?::\d+)?[:-]\s?\S/;
 
-function crop(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+/** One line on one line: control characters gone, whitespace runs as one space, no leading bullet. */
+function clean(line: string): string {
+  return stripControl(line)
+    .replace(/\s+/g, " ")
+    .trim()
+    .replace(/^[-*•]\s+/, "");
 }
 
 /** The argument that says what a call did: a path, command, pattern, query or URL. */
 export function keyArgument(args: unknown): string | undefined {
   if (!args || typeof args !== "object") return undefined;
   const a = args as Record<string, unknown>;
+  // The first line that says something: a shell comment (`# Test 1: …`) only when nothing else does.
   const str = (name: string) => {
     const v = a[name];
-    return typeof v === "string" && v.trim() !== "" ? v.split("\n")[0].trim() : undefined;
+    if (typeof v !== "string") return undefined;
+    const lines = v.split("\n").filter((l) => l.trim() !== "");
+    const first = clean((name === "command" || name === "cmd" ? lines.find((l) => !l.trim().startsWith("#")) : undefined) ?? lines[0] ?? "");
+    return first !== "" ? first : undefined;
   };
   const primary = KEY_ARGS.find((name) => str(name) !== undefined);
   const value = primary === undefined ? undefined : str(primary);
   if (primary !== undefined && value !== undefined) {
     const where = SEARCH_ARGS.has(primary) ? PATH_ARGS.map(str).find((v) => v !== undefined) : undefined;
-    return crop(where ? `${value} in ${where}` : value, MAX_ARG_CHARS);
+    return cropAtWord(where ? `${value} in ${where}` : value, MAX_ARG_CHARS);
   }
   const first = Object.values(a).find((v) => typeof v === "string" && v.trim() !== "") as string | undefined;
-  return first ? crop(first.split("\n")[0].trim(), MAX_ARG_CHARS) : undefined;
+  return first ? cropAtWord(clean(first.split("\n")[0]), MAX_ARG_CHARS) : undefined;
 }
 
 function lineCount(text: string): number {
@@ -59,68 +71,131 @@ function lineCount(text: string): number {
   return text.endsWith("\n") ? n - 1 : n;
 }
 
-/** Lines worth keeping from an output, verbatim (cropped), without repeats. */
-export function notableLines(call: SummaryCall): string[] {
-  const text = call.resultText;
-  if (text === "") return [];
-  if (READ_TOOLS.has(call.toolName.toLowerCase()) && !call.isError) return []; // file contents: path and size say enough
-  const lines = text.split("\n");
-  const ranked: { rank: number; index: number }[] = [];
-  lines.forEach((line, index) => {
-    if (DECORATION.test(line)) return;
-    const rank = NOTABLE.findIndex((re) => re.test(line));
-    if (rank >= 0) ranked.push({ rank, index });
-  });
-  ranked.sort((a, b) => a.rank - b.rank || a.index - b.index);
-  const picked: { index: number; text: string }[] = [];
-  const seen = new Set<string>();
-  for (const { index } of ranked) {
-    if (picked.length >= MAX_NOTABLE_LINES) break;
-    const t = crop(lines[index].trim(), MAX_LINE_CHARS);
-    if (t === "" || seen.has(t)) continue;
-    seen.add(t);
-    picked.push({ index, text: t });
-  }
-  if (picked.length === 0 && call.isError) {
-    const first = lines.find((l) => l.trim() !== "");
-    if (first) picked.push({ index: 0, text: crop(first.trim(), MAX_LINE_CHARS) });
-  }
-  return picked.sort((a, b) => a.index - b.index).map((p) => p.text);
+/** What one call's bullet may keep, by kind, most important kind first. */
+export interface CallNotes {
+  reason: string[];
+  errors: string[];
+  totals: string[];
+  paths: string[];
+  matches: string[];
 }
 
-function header(call: SummaryCall, label: number): string {
+const KINDS = ["reason", "errors", "totals", "paths", "matches"] as const;
+
+/**
+ * Everything worth keeping from one output, verbatim (cut at a word boundary), without repeats:
+ * a failure's reason, error lines, totals, file paths (not of a file read's contents), and for
+ * search output its first matches. The contents of a successful file read keep nothing.
+ */
+export function callNotes(call: SummaryCall): CallNotes {
+  const notes: CallNotes = { reason: [], errors: [], totals: [], paths: [], matches: [] };
+  const text = stripControl(call.resultText);
+  if (text.trim() === "") return notes;
+  const seen = new Set<string>();
+  const keep = (list: string[], line: string, max: number) => {
+    const t = cropAtWord(clean(line), MAX_LINE_CHARS);
+    if (t === "" || seen.has(t) || list.length >= max) return;
+    seen.add(t);
+    list.push(t);
+  };
+  if (call.isError) for (const line of failureReason(text)) keep(notes.reason, line, 2);
+  if (isFileRead(call.toolName) && !call.isError) return notes;
+  const lines = text.split("\n").filter((l) => !DECORATION.test(l));
+  for (const line of lines) {
+    if (isErrorLine(line)) keep(notes.errors, line, MAX_ERROR_LINES);
+    else if (isTotalsLine(line)) keep(notes.totals, line, MAX_TOTALS_LINES);
+  }
+  const searched = lines.filter((l) => MATCH.test(l));
+  if (searched.length * 2 >= lines.length) for (const line of searched) keep(notes.matches, line, MAX_MATCH_LINES);
+  notes.paths = filePaths(text).slice(0, MAX_PATHS);
+  return notes;
+}
+
+/** The lines a call keeps that are not the header: for compatibility, every kind but paths, in order. */
+export function notableLines(call: SummaryCall): string[] {
+  const n = callNotes(call);
+  return [...n.reason, ...n.errors, ...n.totals, ...n.matches];
+}
+
+/** A short output, whole, on one line (lines joined by ⏎), or undefined when it is not short. */
+function shortOutput(call: SummaryCall): string | undefined {
+  if (call.spilledBytes !== undefined) return undefined;
+  const text = stripControl(call.resultText).trim();
+  if (text === "" || text.length > SHORT_OUTPUT_CHARS) return undefined;
+  const lines = text.split("\n").map((l) => l.replace(/\s+/g, " ").trim());
+  return lines.length > SHORT_OUTPUT_LINES ? undefined : lines.filter((l) => l !== "").join(" ⏎ ");
+}
+
+/**
+ * The line that opens a call's bullet: label, tool, key argument, status, exit code, and either
+ * the whole output when it is short or its size.
+ */
+function header(call: SummaryCall, label: string): string {
   const arg = keyArgument(call.args);
-  const exit = EXIT_CODE.exec(call.resultText.slice(-4000));
+  const exit = exitStatus(stripControl(call.resultText.slice(-4000)));
   const status = call.isError ? "ERROR" : "OK";
+  const short = shortOutput(call);
   const lines = lineCount(call.resultText);
-  const size = `${call.resultText.length.toLocaleString("en-US")} chars, ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"}`;
-  const facts = [status, exit ? `exit ${exit[1]}` : undefined, size].filter(Boolean).join(", ");
-  return `- [[${label}:${call.toolName}]] ${call.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""} — ${facts}`;
+  const size =
+    call.spilledBytes !== undefined
+      ? `spilled, ${call.spilledBytes.toLocaleString("en-US")} bytes`
+      : `${call.resultText.length.toLocaleString("en-US")} chars, ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"}`;
+  const facts = [status, exit !== undefined ? `exit ${exit}` : undefined, short === undefined ? size : undefined].filter(Boolean).join(", ");
+  const what = `${call.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""}`;
+  return `- ${label} ${what} — ${facts}${short !== undefined ? `: ${short}` : call.resultText === "" ? " (no output)" : ""}`;
+}
+
+/** One call's bullet: the header, its lines, its paths on one line. */
+function bullet(head: string, kept: CallNotes): string {
+  const lines = [head, ...[...kept.reason, ...kept.errors, ...kept.totals].map((l) => `  - ${l}`)];
+  if (kept.paths.length > 0) lines.push(`  - files: ${kept.paths.join(", ")}`);
+  for (const l of kept.matches) lines.push(`  - ${l}`);
+  return lines.join("\n");
+}
+
+/** How {@link summarizeDeterministically} labels calls and how much room it leaves. */
+export interface DeterministicOptions {
+  /** The label each call's bullet starts with (default `[[N:tool]]`, which becomes its ref). */
+  label?: (index: number, call: SummaryCall) => string;
+  /** Characters kept free for what is added later (default: room for the summary footer and the recovery hint). */
+  reserve?: number;
 }
 
 /**
  * Summarize a batch without a model.
- * @returns labelled markdown bullets, at most the raw size minus room for the footer when possible
+ * @returns labelled markdown bullets, at most the raw size minus the reserve when possible
  */
-export function summarizeDeterministically(batch: SummaryBatch): string {
+export function summarizeDeterministically(batch: SummaryBatch, options: DeterministicOptions = {}): string {
+  const label = options.label ?? ((i: number, c: SummaryCall) => `[[${i + 1}:${c.toolName}]]`);
   const raw = batch.calls.reduce((n, c) => n + c.resultText.length, 0);
-  const budget = raw - FOOTER_ALLOWANCE - FOOTER_PER_CALL * batch.calls.length;
-  const heads = batch.calls.map((c, i) => header(c, i + 1));
-  const notes = batch.calls.map((c) => notableLines(c));
-  const render = () => heads.map((h, i) => [h, ...notes[i].map((l) => `  - ${l}`)].join("\n")).join("\n");
-  let text = render();
-  while (text.length > budget) {
-    // Drop the last notable line of the call that keeps the most.
-    let widest = -1;
-    for (let i = 0; i < notes.length; i++) if (notes[i].length > 0 && (widest < 0 || notes[i].length > notes[widest].length)) widest = i;
-    if (widest < 0) break;
-    notes[widest].pop();
-    text = render();
+  let room = raw - (options.reserve ?? FOOTER_ALLOWANCE + FOOTER_PER_CALL * batch.calls.length);
+  const heads = batch.calls.map((c, i) => header(c, label(i, c)));
+  // A short output is quoted whole in its header: nothing more to keep.
+  const notes = batch.calls.map((c) => (shortOutput(c) === undefined ? callNotes(c) : callNotes({ ...c, resultText: "" })));
+  const kept: CallNotes[] = batch.calls.map(() => ({ reason: [], errors: [], totals: [], paths: [], matches: [] }));
+  room -= heads.reduce((n, h) => n + h.length, 0) + heads.length - 1;
+  // Kind by kind; inside a kind, the k-th item of every call before the (k+1)-th of any.
+  for (const kind of KINDS) {
+    const longest = Math.max(0, ...notes.map((n) => n[kind].length));
+    for (let k = 0; k < longest; k++) {
+      for (let i = 0; i < notes.length; i++) {
+        const item = notes[i][kind][k];
+        if (item === undefined) continue;
+        // A kept line costs "\n  - " and itself; a path ", " and itself, the first one "\n  - files: ".
+        const cost = kind === "paths" ? item.length + (kept[i].paths.length === 0 ? 11 : 2) : item.length + 5;
+        if (cost > room) continue;
+        kept[i][kind].push(item);
+        room -= cost;
+      }
+    }
   }
-  return text;
+  return heads.map((h, i) => bullet(h, kept[i])).join("\n");
 }
 
-/** Deterministic fusion of a chain's per-batch summaries: their bullets, footers removed, in order. */
+/**
+ * Deterministic fusion of a chain's per-batch summaries: their bullets, in order, without the
+ * footers (refs lines and recovery hints: the chain block lists its refs).
+ */
 export function fuseDeterministically(bodies: string[]): string {
   return bodies
     .map((body) => body.split("\n\n---\n")[0].trim())

@@ -37,8 +37,27 @@ export function loadModelSetup(env: NodeJS.ProcessEnv = process.env): ModelSetup
   return { catalog: ModelCatalog.load(config, join(dir, "models-store.json")), stored: readAuthFile(authPath), authPath, env };
 }
 
-/** A resolved model with its credentials and model headers. @throws UsageError */
+/**
+ * A resolved model with its credentials and model headers.
+ * @param what how the model was chosen (`--model`, `summarizerModel`, `the session's model`): every
+ *   error starts with it and the model, so a missing key names where the provider came from
+ * @throws UsageError
+ */
 export async function prepareModel(setup: ModelSetup, ref: ModelRef, what: string): Promise<RuntimeModel> {
+  try {
+    return await prepareResolved(setup, ref, what);
+  } catch (error) {
+    const prefix = `${what} ${formatModelRef(ref)}`;
+    if (!(error instanceof UsageError) || error.message.startsWith(prefix)) throw error;
+    const why =
+      what === "the session's model"
+        ? ' (with summarizerModel "default" the summarizer uses the model the session ran on; name another with --model provider/id)'
+        : "";
+    throw new UsageError(`${prefix}${why}: ${error.message}`);
+  }
+}
+
+async function prepareResolved(setup: ModelSetup, ref: ModelRef, what: string): Promise<RuntimeModel> {
   const model = setup.catalog.resolve(ref, what);
   const config = setup.catalog.providerConfig(model.provider);
   const path = setup.catalog.config?.path ?? "models.json";

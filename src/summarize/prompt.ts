@@ -8,6 +8,8 @@
  * results are shown as head and tail around one elision line, `[… N characters omitted …]`, which
  * the instructions explain.
  */
+import { stripControl } from "../util/text.js";
+import { withoutRecoveryHint } from "./refs.js";
 import type { SummaryBatch, SummaryCall } from "./types.js";
 
 /** How much of a long text the model sees, in UTF-16 code units. */
@@ -92,7 +94,8 @@ export function serializeCall(call: SummaryCall, label: number): string {
     "arguments:",
     cropMiddle(argumentsJson(call.args), ARGS_CROP),
     `result (${status}, ${size}):`,
-    call.resultText === "" ? "(empty)" : cropMiddle(call.resultText, RESULT_CROP),
+    // Terminal escape sequences and control characters carry nothing a summary should copy.
+    call.resultText === "" ? "(empty)" : cropMiddle(stripControl(call.resultText), RESULT_CROP),
   ].join("\n");
 }
 
@@ -106,7 +109,7 @@ export function batchMessage(batch: SummaryBatch): string {
   return parts.join("\n");
 }
 
-/** The user message for range fusion: the per-batch bodies, in order. */
+/** The user message for range fusion: the per-batch bodies, in order, without the recovery hint (said once per run). */
 export function fusionMessage(bodies: string[]): string {
-  return `<step-summaries>\n${bodies.join("\n\n")}\n</step-summaries>`;
+  return `<step-summaries>\n${bodies.map(withoutRecoveryHint).join("\n\n")}\n</step-summaries>`;
 }

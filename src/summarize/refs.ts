@@ -2,9 +2,12 @@
  * From a summarizer answer to the summary message (docs/design.md §6 step 6; docs/design.md
  * "How the Model Re-reads Raw Outputs"): `[[N:toolname]]` labels become inline `` `tN` `` refs when
  * both the number and the tool name match the batch; other labels are removed; fenced code is left
- * alone; a footer lists every ref and how to recover it.
+ * alone; a footer lists the refs the text does not name, and once per run a summary says how to
+ * recover a pruned output.
  */
+import { RECOVERY_HINT } from "../context/vocabulary.js";
 import type { SummaryToolCallRef } from "../entries/types.js";
+import { stripControl } from "../util/text.js";
 
 const LEADING_LABEL = /^(\s*(?:[-*]\s+)?)\[\[(\d+):([^\]\n]*)\]\]\s*/;
 const ANY_LABEL = /\[\[\d+:[^\]\n]*\]\]\s*/g;
@@ -38,13 +41,32 @@ export function substituteInlineRefs(text: string, refs: SummaryToolCallRef[], t
     .join("\n");
 }
 
-/** The footer appended to every summary: the refs and how to get the full outputs back. */
-export function summaryFooter(refs: SummaryToolCallRef[]): string {
-  const list = refs.map((r) => `\`${r.shortId}\``).join(", ");
-  return `\n\n---\nPruned tool outputs: ${list}\nFull original outputs: call \`context_tree_query\` with these refs (or run \`condense query <ref>\`).`;
+/** What separates a summary's bullets from its footer (fusion and chain bodies leave the footer out). */
+export const FOOTER_SEPARATOR = "\n\n---\n";
+
+/**
+ * The footer of a summary: the refs its text does not name inline (a model's answer may leave a
+ * label out), or nothing — every ref is then on its bullet. How to recover a pruned output is said
+ * once per run ({@link withRecoveryHint}), not in every summary.
+ */
+export function summaryFooter(text: string, refs: SummaryToolCallRef[]): string {
+  const missing = refs.filter((r) => !text.includes(`\`${r.shortId}\``));
+  if (missing.length === 0) return "";
+  return `${FOOTER_SEPARATOR}Also pruned here: ${missing.map((r) => `\`${r.shortId}\``).join(", ")}.`;
 }
 
-/** Answer → summary message text: refs substituted, footer appended. */
+/** Answer → summary message text: control characters stripped, refs substituted, the refs not named inline in a footer. */
 export function composeSummary(answer: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
-  return substituteInlineRefs(answer, refs, toolNames) + summaryFooter(refs);
+  const text = substituteInlineRefs(stripControl(answer), refs, toolNames).trimEnd();
+  return text + summaryFooter(text, refs);
+}
+
+/** A summary (or chain body) with the recovery hint at the end of its footer. */
+export function withRecoveryHint(text: string): string {
+  return `${text}${text.includes(FOOTER_SEPARATOR) ? "\n" : FOOTER_SEPARATOR}${RECOVERY_HINT}`;
+}
+
+/** The text without the recovery hint {@link withRecoveryHint} added (fusion keeps it out of chain bodies). */
+export function withoutRecoveryHint(text: string): string {
+  return text.replace(`${FOOTER_SEPARATOR}${RECOVERY_HINT}`, "").replace(`\n${RECOVERY_HINT}`, "");
 }

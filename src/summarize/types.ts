@@ -8,6 +8,8 @@ export interface SummaryCall {
   args: unknown;
   resultText: string;
   isError: boolean;
+  /** Set when the output was spilled to a sidecar: its size in bytes (`resultText` is then its head preview). */
+  spilledBytes?: number;
 }
 
 /** A batch to summarize: the assistant's prose and its calls, labelled `[[1:name]]`, `[[2:name]]`, … */

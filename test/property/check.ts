@@ -38,7 +38,7 @@ import { normalizeResult } from "../../src/prune/content-hash.js";
 import { ToolCallIndexer } from "../../src/prune/indexer.js";
 import { lookupRef, recordBody } from "../../src/query/query.js";
 import { renderBranch, type Rendered } from "../../src/render/render.js";
-import { sizeMessages } from "../../src/report/counts.js";
+import { contextSize } from "../../src/context/size.js";
 import { parseSessionText } from "../../src/session/reader.js";
 import { buildSession as indexSession } from "../../src/session/session.js";
 import type { AgentMessage, Message, SessionEntry, ToolCall, ToolResultMessage } from "../../src/session/types.js";
@@ -73,8 +73,9 @@ export async function checkSession(text: string, config: PruneConfig): Promise<C
   const calls = checkPairing(before, after, violations);
   checkSummariesSeen(plan.entries, after, violations);
   await checkSecondRun(text, plan.entries, config, violations);
-  const from = sizeMessages(before.after).chars;
-  const to = sizeMessages(after.after).chars;
+  // Measured as every command measures the context (context/size.ts).
+  const from = contextSize(before.afterAgent).chars;
+  const to = contextSize(after.afterAgent).chars;
   if (to > from) violations.push(`size: the rendered request grew from ${from} to ${to} chars`);
   return { violations, stubs, recovered: plan.report.recovered.length, withheld: plan.report.withheld !== null, entries: plan.entries.length, calls };
 }

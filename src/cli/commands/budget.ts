@@ -5,15 +5,22 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
+import { contextSize, type ContextSize } from "../../context/size.js";
 import { budgetSession } from "../../pipeline/budget.js";
+import { renderAfterRun } from "../../pipeline/render.js";
 import { sessionView } from "../../pipeline/view.js";
 import { budgetChart } from "../../report/budget-chart.js";
 import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
 import { MAX_BUDGET_WINDOW } from "../../report/budget.js";
+import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { Output } from "../output.js";
+import { n as count, percentChange } from "../format.js";
+import { warnIgnoredProjectSettings } from "../extension-status.js";
+import { fitLine, Output, wrapWords } from "../output.js";
+import { COMPACT_BELOW } from "../table.js";
+import { parseFraction, parseTokenCount } from "../units.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, tokensFlag, withConfigOptions } from "../options.js";
 
 /** Version of the `--json` document. */
@@ -27,12 +34,11 @@ interface BudgetOptions extends CommonOptions, ConfigFlags {
   chart?: boolean;
 }
 
-/** `null`/`off` disable; anything else must be a JSON number (validated by the configuration). */
-function fractionFlag(value: string): unknown {
+/** `off` (or `none`, `null`) disables; anything else is a fraction, `0.735` or `73.5%` (README "Units"). */
+function fractionFlag(flag: string, value: string): number | null {
   const v = value.trim().toLowerCase();
   if (v === "null" || v === "off" || v === "none") return null;
-  const n = Number(value);
-  return value.trim() !== "" && Number.isFinite(n) ? n : value;
+  return parseFraction(flag, value, { above0: true });
 }
 
 export function registerBudget(program: Command, _exit: ExitState): void {
@@ -40,10 +46,10 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     .command("budget")
     .description("dry-run of the budget triggers (autoBudgetThreshold, budgetTurnDelta) over the session's recorded usage")
     .argument("[session]", "session file or id (default: latest session of this directory)")
-    .option("--threshold <fraction>", "autoBudgetThreshold: (0, 1], or off (default: the configuration's, 0.735)")
-    .option("--delta <fraction>", "budgetTurnDelta: (0, 1], or off (default: the configuration's, 0.04)")
-    .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
-    .option("--reserve-tokens <n>", "compaction.reserveTokens for Pi's own auto-compaction (default: Pi's settings, else 16384)")
+    .option("--threshold <share>", "autoBudgetThreshold: a fraction in (0, 1] or a percentage (0.735, 73.5%), or off (default: the configuration's)")
+    .option("--delta <share>", "budgetTurnDelta: a fraction in (0, 1] or a percentage (0.04, 4%), or off (default: the configuration's)")
+    .option("--context-window <tokens>", "context window for every turn (200000, 200k, 1M), instead of pi-ai's model registry")
+    .option("--reserve-tokens <tokens>", "compaction.reserveTokens for Pi's own auto-compaction (16384, 16k; default: Pi's settings, else 16384)")
     .addOption(new Option("--no-chart", "leave out the chart"));
   withConfigOptions(cmd).addHelpText(
     "after",
@@ -55,31 +61,32 @@ export function registerBudget(program: Command, _exit: ExitState): void {
   withCommonOptions(cmd).action(async (arg: string | undefined, options: BudgetOptions) => {
     const out = new Output(options);
     const config = loadConfig(configSources(options));
-    if (options.threshold !== undefined) setKey(config, "autoBudgetThreshold", fractionFlag(options.threshold), "--threshold");
-    if (options.delta !== undefined) setKey(config, "budgetTurnDelta", fractionFlag(options.delta), "--delta");
-    let contextWindow: number | undefined;
-    if (options.contextWindow !== undefined) {
-      contextWindow = Number(options.contextWindow);
-      if (!Number.isInteger(contextWindow) || contextWindow < 1) {
-        throw new UsageError(`--context-window: expected a positive integer (tokens), got ${JSON.stringify(options.contextWindow)}`);
-      }
-    }
+    if (options.threshold !== undefined) setKey(config, "autoBudgetThreshold", fractionFlag("--threshold", options.threshold), "--threshold");
+    if (options.delta !== undefined) setKey(config, "budgetTurnDelta", fractionFlag("--delta", options.delta), "--delta");
+    const contextWindow = options.contextWindow === undefined ? undefined : parseTokenCount("--context-window", options.contextWindow, { min: 1 });
     const reserveTokens = tokensFlag("--reserve-tokens", options.reserveTokens);
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
     if (files.length !== 1) throw new UsageError(`budget takes one session; ${files.length} were given`);
     const session = await openSession(files[0], "read");
+    await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    const { report, warnings } = await budgetSession(sessionView(session, config), { contextWindow, reserveTokens });
+    const view = sessionView(session, config);
+    const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
     for (const model of report.summary.unknownModels) {
       out.warn(`${session.path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
     }
+    // The context Pi sends now and after `run` (deterministic summarizer): the figures run and metrics print.
+    const afterRun = await renderAfterRun(view.fork());
+    const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(afterRun.afterAgent) };
+    const label = sessionLabel(session);
     if (options.json) {
-      out.printJson({ schema: BUDGET_SCHEMA, session: session.path, contextWindow: contextWindow ?? null, ...report });
+      out.printJson({ schema: BUDGET_SCHEMA, session: session.path, label, contextWindow: contextWindow ?? null, context, ...report });
       return;
     }
-    out.print(formatBudget(session.path, report, options.chart !== false, out));
+    const head = [formatLabel(label), session.path].filter((x) => x !== "");
+    out.print(formatBudget(head, context, report, options.chart !== false, out));
   });
 }
 
@@ -87,9 +94,15 @@ const fmt = (n: number | null) => (n === null ? "—" : n.toLocaleString("en-US"
 const pct = (f: number | null) => (f === null ? "—" : `${(100 * f).toFixed(1)}%`);
 const signedPct = (f: number | null) => (f === null ? "—" : `${f >= 0 ? "+" : ""}${(100 * f).toFixed(1)}`);
 
-function formatRows(rows: PiCompactionRow[], out: Output): string[] {
-  const head = ["turn", "entry", "line", "model", "tokens", "window", "level", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"];
-  const cells = rows.map((r) => [
+/** Columns of the turn table: every one, and the ones kept below {@link COMPACT_BELOW} columns. */
+const HEAD = ["turn", "entry", "line", "model", "tokens", "window", "level", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"];
+const COMPACT = new Set(["turn", "tokens", "window", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"]);
+const RIGHT = new Set(["turn", "line", "tokens", "window", "level", "fraction", "Δ pts", "Pi ~tokens"]);
+const MODEL = HEAD.indexOf("model");
+const MIN_MODEL = 12;
+
+function rowCells(r: PiCompactionRow, compact: boolean): string[] {
+  return [
     String(r.turn),
     r.entryId,
     r.line === null ? "—" : String(r.line),
@@ -99,37 +112,68 @@ function formatRows(rows: PiCompactionRow[], out: Output): string[] {
     r.level === null ? "—" : fmt(Math.round(r.level)),
     pct(r.fraction),
     signedPct(r.delta),
-    r.evaluated ? r.trigger : "(not evaluated)",
+    r.evaluated ? r.trigger : compact ? "—" : "(not evaluated)",
     fmt(r.piTokens),
-    r.piCompaction ? `compacts (${r.piCompaction})` : "",
-  ]);
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const right = new Set([0, 2, 4, 5, 6, 7, 8, 10]);
+    r.piCompaction ? (compact ? r.piCompaction : `compacts (${r.piCompaction})`) : "",
+  ];
+}
+
+const cut = (text: string, width: number) => (text.length > width ? `${text.slice(0, Math.max(1, width - 1))}…` : text);
+
+/**
+ * The turn table, two spaces between columns: every column when the terminal is wide enough (the
+ * model cut to fit), else the compact set.
+ * @returns the lines, and whether the compact set was used
+ */
+function formatRows(rows: PiCompactionRow[], out: Output, width: number): { lines: string[]; compact: boolean } {
+  const widthsOf = (cells: string[][], keep: number[]) => keep.map((i) => Math.max(HEAD[i].length, ...cells.map((c) => c[i].length)));
+  const lineWidth = (ws: number[]) => ws.reduce((t, w) => t + w, 0) + 2 * (ws.length - 1);
+  let cells = rows.map((r) => rowCells(r, false));
+  let keep = HEAD.map((_, i) => i);
+  let widths = widthsOf(cells, keep);
+  const room = width - (lineWidth(widths) - widths[MODEL]);
+  const compact = width < COMPACT_BELOW || (lineWidth(widths) > width && room < Math.min(MIN_MODEL, widths[MODEL]));
+  if (compact) {
+    cells = rows.map((r) => rowCells(r, true));
+    keep = keep.filter((i) => COMPACT.has(HEAD[i]));
+    widths = widthsOf(cells, keep);
+  } else if (lineWidth(widths) > width) widths[keep.indexOf(MODEL)] = room;
   const line = (c: string[]) =>
-    c
-      .map((v, i) => (right.has(i) ? v.padStart(widths[i]) : v.padEnd(widths[i])))
+    keep
+      .map((i, k) => {
+        const v = cut(c[i], widths[k]);
+        return RIGHT.has(HEAD[i]) ? v.padStart(widths[k]) : v.padEnd(widths[k]);
+      })
       .join("  ")
       .trimEnd();
-  const lines = [out.c.bold(line(head))];
+  const lines = [out.c.bold(line(HEAD))];
   rows.forEach((r, i) => {
     const text = line(cells[i]);
     lines.push(r.trigger === "budget" || r.piCompaction ? out.c.red(text) : r.trigger === "delta" ? out.c.yellow(text) : text);
   });
-  return lines;
+  return { lines, compact };
 }
 
-/** The human report: rows, summary, chart. */
-function formatBudget(path: string, report: PiCompactionReport, chart: boolean, out: Output): string {
+/** The human report: who, the context before → after `run`, rows, summary, chart. */
+function formatBudget(head: string[], context: { before: ContextSize; after: ContextSize }, report: PiCompactionReport, chart: boolean, out: Output): string {
   const { summary } = report;
+  const width = out.width;
+  const { before, after } = context;
   const lines: string[] = [
-    `${path}`,
-    `threshold ${report.threshold ?? "off"}, delta ${report.delta ?? "off"}, MAX_BUDGET_WINDOW ${fmt(report.maxBudgetWindow)}`,
+    ...head.map((h) => fitLine(h, width)),
+    wrapWords(
+      `context Pi sends: ${count(before.tokens)} ~tokens now → ${count(after.tokens)} after \`condense run\` (${percentChange(before.tokens, after.tokens)})`,
+      width,
+    ),
+    wrapWords(`threshold ${report.threshold ?? "off"}, delta ${report.delta ?? "off"}, MAX_BUDGET_WINDOW ${fmt(report.maxBudgetWindow)}`, width),
     "",
   ];
-  if (report.rows.length === 0) lines.push("no tool-using turns on the branch");
-  else lines.push(...formatRows(report.rows, out));
+  const table = report.rows.length === 0 ? null : formatRows(report.rows, out, width);
+  if (!table) lines.push("no tool-using turns on the branch");
+  else lines.push(...table.lines);
   lines.push("");
   const first = summary.firstFlush;
+  // Findings stay one line each (the terminal wraps them; grep finds them).
   lines.push(
     `${summary.flushes} flush${summary.flushes === 1 ? "" : "es"} (${summary.budgetFlushes} budget, ${summary.deltaFlushes} delta) over ` +
       `${summary.evaluatedTurns} evaluated of ${summary.toolTurns} tool-using turns; ` +
@@ -138,20 +182,20 @@ function formatBudget(path: string, report: PiCompactionReport, chart: boolean, 
   );
   lines.push(piCompactionLine(report));
   if (summary.unknownModels.length > 0) lines.push(`unknown models (no window): ${summary.unknownModels.join(", ")}`);
+  if (table?.compact && report.rows.some((r) => !r.evaluated)) lines.push("fires — = not evaluated (the turn queued no batch)");
   if (report.rows.some((r) => r.tokensFrom === "earlier")) lines.push("* tokens of an earlier turn (this turn reported no usable usage)");
   if (report.rows.some((r) => r.windowFrom === "override")) lines.push("= window from --context-window");
-  if (chart) {
-    const width = Math.max(20, Math.min(80, ((out.stdout as { columns?: number }).columns ?? 80) - 10));
-    const plot = budgetChart(report.rows, { width, piMarks: report.rows.map((r) => r.piCompaction !== null) });
-    if (plot.length > 0) {
-      lines.push(
-        "",
-        `tokens per tool-using turn (─ budget level${report.rows.length > width ? `, ${Math.ceil(report.rows.length / width)} turns per column` : ""}; B budget, D delta, C Pi compacts)`,
-      );
-      lines.push(...plot);
-    }
-  }
+  if (chart) lines.push(...chartLines(report, width));
   return lines.join("\n");
+}
+
+/** The chart of tokens per turn, at most 80 columns wide (less on a narrower terminal). */
+function chartLines(report: PiCompactionReport, width: number): string[] {
+  const chartWidth = Math.max(20, Math.min(80, width - 10));
+  const plot = budgetChart(report.rows, { width: chartWidth, piMarks: report.rows.map((r) => r.piCompaction !== null) });
+  if (plot.length === 0) return [];
+  const per = report.rows.length > chartWidth ? `, ${Math.ceil(report.rows.length / chartWidth)} turns per column` : "";
+  return ["", wrapWords(`tokens per tool-using turn (─ budget level${per}; B budget, D delta, C Pi compacts)`, width), ...plot];
 }
 
 /** Where Pi itself would have auto-compacted, in one line. */

@@ -15,10 +15,13 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
-import { displayNames, Output } from "../output.js";
+import { n, percentChange, shortCount } from "../format.js";
+import { Output, sessionLabels, wrapWords } from "../output.js";
+import type { Column } from "../table.js";
+import { parseFraction, parseTokenCount } from "../units.js";
 
 /** Version of the `--json` document. */
-export const COMPACT_SCHEMA = "condense.compact/1";
+export const COMPACT_SCHEMA = "condense.compact/2";
 
 interface CompactOptions extends CommonOptions {
   dryRun?: boolean;
@@ -37,17 +40,13 @@ interface CompactOptions extends CommonOptions {
   compactionEnabled?: string;
 }
 
-/** `--if-over` alone: Pi's trigger; with a value: a fraction of the window in (0, 1]. */
+/** `--if-over` alone: Pi's trigger; with a value: a share of the window in (0, 1], `0.8` or `80%` (README "Units"). */
 function ifOverFlag(value: string | boolean | undefined): "pi" | number | undefined {
   if (value === undefined || value === false) return undefined;
   if (value === true) return "pi";
   const v = value.trim().toLowerCase();
   if (v === "pi" || v === "auto") return "pi";
-  const n = Number(value);
-  if (v === "" || !Number.isFinite(n) || n <= 0 || n > 1) {
-    throw new UsageError(`--if-over: expected a fraction of the context window in (0, 1] (or nothing, for Pi's own trigger), got ${JSON.stringify(value)}`);
-  }
-  return n;
+  return parseFraction("--if-over", value, { above0: true });
 }
 
 /** The per-session options from the flags. @throws UsageError for a bad value, naming the flag */
@@ -58,13 +57,7 @@ function sessionOptions(options: CompactOptions): CompactSessionOptions {
   if (reserve !== undefined) flags.reserveTokens = reserve;
   if (keep !== undefined) flags.keepRecentTokens = keep;
   if (options.compactionEnabled !== undefined) flags.enabled = options.compactionEnabled === "true";
-  let contextWindow: number | undefined;
-  if (options.contextWindow !== undefined) {
-    contextWindow = Number(options.contextWindow);
-    if (!Number.isSafeInteger(contextWindow) || contextWindow < 1) {
-      throw new UsageError(`--context-window: expected a positive integer (tokens), got ${JSON.stringify(options.contextWindow)}`);
-    }
-  }
+  const contextWindow = options.contextWindow === undefined ? undefined : parseTokenCount("--context-window", options.contextWindow, { min: 1 });
   if (options.instructions !== undefined && options.instructions.trim() === "") throw new UsageError("--instructions: empty text");
   const llm = options.summarizer === "llm" || (options.summarizer !== "deterministic" && options.model !== undefined);
   return {
@@ -196,8 +189,6 @@ async function compactAll(
   }
 }
 
-const n = (x: number) => x.toLocaleString("en-US");
-
 const STATUS: Record<CompactFileResult["status"], string> = {
   compacted: "compacted",
   "already-compacted": "already compacted",
@@ -206,53 +197,68 @@ const STATUS: Record<CompactFileResult["status"], string> = {
   "unknown-window": "window unknown",
 };
 
-/** The human report: one row per session, the reasons below. */
+const WIDE: Column[] = [
+  { head: "session", fit: true, minWidth: 24 },
+  { head: "Pi would compact" },
+  { head: "first kept entry" },
+  { head: "summarized msgs", align: "right" },
+  { head: "files r/m", align: "right" },
+  { head: "context ~tokens", align: "right" },
+  { head: "result" },
+];
+
+const COMPACT: Column[] = [
+  { head: "session", fit: true, minWidth: 12 },
+  { head: "Pi", align: "left" },
+  { head: "context ~tokens", align: "right" },
+  { head: "result" },
+];
+
+function statusOf(r: CompactFileResult): string {
+  if (r.status !== "compacted") return STATUS[r.status];
+  if (r.dryRun) return "would compact";
+  return r.written && r.written !== r.session ? `wrote ${r.written}` : "compacted";
+}
+
+function contextCell(r: CompactFileResult, short: boolean): string {
+  const f = short ? shortCount : n;
+  const { before, after } = r.context;
+  if (r.status !== "compacted") return f(before.tokens);
+  return `${f(before.tokens)} → ${f(after.tokens)} (${percentChange(before.tokens, after.tokens)})${r.fits === false ? " over" : ""}`;
+}
+
+/** The human report: one row per session (fitted to the terminal), the reasons below. */
 function formatReport(results: CompactFileResult[], out: Output): string {
-  const names = displayNames(results.map((r) => r.session));
-  const rows = results.map((r, i) => {
-    const status =
-      r.status !== "compacted"
-        ? STATUS[r.status]
-        : r.dryRun
-          ? "would compact"
-          : r.written
-            ? r.written === r.session
-              ? "compacted"
-              : `wrote ${r.written}`
-            : "compacted";
-    return [
-      names[i],
-      r.trigger.piWouldCompact === null ? "?" : r.trigger.piWouldCompact ? (r.trigger.reason === "overflow" ? "yes (overflow)" : "yes") : "no",
-      r.firstKeptEntryId ? `${r.firstKeptEntryId}${r.firstKeptLine !== null ? ` (line ${r.firstKeptLine})` : ""}${r.isSplitTurn ? ", split turn" : ""}` : "—",
-      r.messagesToSummarize === null ? "—" : `${n(r.messagesToSummarize)}${r.turnPrefixMessages ? ` + ${n(r.turnPrefixMessages)}` : ""}`,
-      r.firstKeptEntryId ? `${r.readFiles.length}/${r.modifiedFiles.length}` : "—",
-      r.status === "compacted" ? `${n(r.context.before)} → ${n(r.context.after)}${r.fits === false ? " (over)" : ""}` : n(r.context.before),
-      status,
-    ];
-  });
-  const table = out.table(["session", "Pi would compact", "first kept entry", "summarized msgs", "files r/m", "context ~tokens", "result"], rows, [
-    "left",
-    "left",
-    "left",
-    "right",
-    "right",
-    "right",
-    "left",
+  const labels = sessionLabels(results);
+  const wouldCompact = (r: CompactFileResult) =>
+    r.trigger.piWouldCompact === null ? "?" : r.trigger.piWouldCompact ? (r.trigger.reason === "overflow" ? "yes (overflow)" : "yes") : "no";
+  const wide = results.map((r, i) => [
+    labels[i],
+    wouldCompact(r),
+    r.firstKeptEntryId ? `${r.firstKeptEntryId}${r.firstKeptLine !== null ? ` (line ${r.firstKeptLine})` : ""}${r.isSplitTurn ? ", split turn" : ""}` : "—",
+    r.messagesToSummarize === null ? "—" : `${n(r.messagesToSummarize)}${r.turnPrefixMessages ? ` + ${n(r.turnPrefixMessages)}` : ""}`,
+    r.firstKeptEntryId ? `${r.readFiles.length}/${r.modifiedFiles.length}` : "—",
+    contextCell(r, false),
+    statusOf(r),
   ]);
-  const lines = [table];
+  const narrow = results.map((r, i) => [labels[i], wouldCompact(r), contextCell(r, true), statusOf(r)]);
+  const width = out.width;
+  const table = out.fitted([
+    { columns: WIDE, rows: wide },
+    { columns: COMPACT, rows: narrow },
+  ]);
   const first = results[0];
-  lines.push(
-    out.c.dim(
-      `summarized msgs = messages before the cut (+ the split turn's early part) · context = Pi's estimate, before → after · ` +
-        `keepRecentTokens ${n(first.settings.keepRecentTokens)}, reserveTokens ${n(first.settings.reserveTokens)}`,
-    ),
-  );
+  const legend =
+    (table.layout === 1 ? "Pi = would Pi compact on its own · " : "summarized msgs = messages before the cut (+ the split turn's early part) · ") +
+    "context = what Pi sends, before → after · " +
+    `keepRecentTokens ${n(first.settings.keepRecentTokens)}, reserveTokens ${n(first.settings.reserveTokens)}`;
+  const lines = [table.text, out.c.dim(wrapWords(legend, width))];
   for (const r of results) {
     if (r.reason && r.status !== "compacted") lines.push(`${r.session}: ${r.reason}`);
     if (r.fits === false) {
       lines.push(
         out.c.yellow(
-          `${r.session}: after compaction the context (${n(r.context.after)} tokens) still exceeds window − reserveTokens (${n((r.contextWindow ?? 0) - r.settings.reserveTokens)}): ` +
+          `${r.session}: after compaction Pi's estimate of the context (${n(r.piEstimate.after)} tokens) still exceeds window − reserveTokens (${n((r.contextWindow ?? 0) - r.settings.reserveTokens)}): ` +
             "the kept recent messages are too large — prune their tool outputs first (`condense run`), or lower --keep-recent-tokens",
         ),
       );

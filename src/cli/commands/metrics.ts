@@ -14,14 +14,17 @@ import { DIAGNOSTIC_KINDS, FAULT_KINDS, type DiagnosticName } from "../../report
 import type { SessionMetrics } from "../../report/session-metrics.js";
 import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
 import { resolveSessionArgs } from "../../session/locate.js";
-import { UsageError } from "../../util/errors.js";
 import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
-import { displayNames, Output } from "../output.js";
+import { n as fmt, percentChange, shortCount } from "../format.js";
+import { warnIgnoredProjectSettings } from "../extension-status.js";
+import { Output, sessionLabels, wrapWords } from "../output.js";
+import type { Column } from "../table.js";
+import { parseFraction, parseTokenCount } from "../units.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 /** Version of the `--json` document; bumped only on an incompatible change. */
-export const METRICS_SCHEMA = "condense.metrics/1";
+export const METRICS_SCHEMA = "condense.metrics/2";
 
 interface MetricsOptions extends CommonOptions, ConfigFlags {
   jobs?: string;
@@ -39,8 +42,9 @@ export interface MetricsTotals {
   failed: number;
   contextBeforeTokens: number;
   contextAfterTokens: number;
-  /** What stock Pi sends, summed (`context.piOnly.after.tokens`). */
-  contextPiOnlyTokens: number;
+  /** Stock Pi's context (`context.piOnly`), summed. */
+  contextPiOnlyBeforeTokens: number;
+  contextPiOnlyAfterTokens: number;
   reclaimedTokens: number;
   reportedTokens: number;
   openCycleThinkingTokens: number;
@@ -66,21 +70,21 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
     .addOption(
-      new Option("--tokenizer <name>", "token estimate: chars4 = round(chars / 4), as the extension; o200k = real tokens")
+      new Option("--tokenizer <name>", "token estimate: chars4 = Pi's ceil(chars / 4) per message; o200k = real tokens of the same text")
         .choices(TOKENIZER_NAMES)
         .default("chars4"),
     )
-    .option("--max-frontier-gap <tokens>", "fail (exit 3) when unsummarized tool results past the frontier exceed this")
-    .option("--max-chain-share <percent>", "fail when the largest chain or open segment exceeds this share of the branch")
-    .option("--max-open-thinking <tokens>", "fail when thinking after the last text-only reply exceeds this")
-    .option("--max-context <tokens>", "fail when the rendered context after pruning exceeds this")
+    .option("--max-frontier-gap <tokens>", "fail (exit 3) when unsummarized tool results past the frontier exceed this (20000, 20k)")
+    .option("--max-chain-share <share>", "fail when the largest chain or open segment exceeds this share of the branch (0.8 or 80%)")
+    .option("--max-open-thinking <tokens>", "fail when thinking after the last text-only reply exceeds this (5000, 5k)")
+    .option("--max-context <tokens>", "fail when the context after `run` exceeds this (120000, 120k)")
     .option("--fail-on-diagnostics", "fail on any structural diagnostic (orphan, unanswered call, duplicate or reused id, split, unresolved range)");
   withConfigOptions(cmd).addHelpText(
     "after",
     "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
       "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
       "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
-      "  condense metrics sessions/ --max-frontier-gap 20000 --max-chain-share 80 --fail-on-diagnostics",
+      "  condense metrics sessions/ --max-frontier-gap 20k --max-chain-share 80% --fail-on-diagnostics",
   );
   withCommonOptions(cmd).action(async (args: string[], options: MetricsOptions) => {
     const out = new Output(options);
@@ -89,6 +93,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const config = loadConfig(configSources(options));
     const taskOptions: MetricsTaskOptions = { config, tokenizer: (options.tokenizer ?? "chars4") as TokenizerName };
     const files = await resolveSessionArgs(args);
+    await warnIgnoredProjectSettings(out, files);
     const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
       module: METRICS_TASK_MODULE,
       fn: "metricsTask",
@@ -115,40 +120,44 @@ export function registerMetrics(program: Command, exit: ExitState): void {
       return;
     }
     if (rows.length > 0) {
-      out.print(formatTable(rows, totals, out));
-      out.print(
-        out.c.dim(
-          "before → after = with the extension switched on · stock Pi = what Pi sends without it · " +
-            "reported = provider-reported tokens of the last request · open think = thinking after the last final reply · " +
-            "chain % = largest chain's share of the branch · gap = unsummarized tool output past the frontier · " +
-            "rec/sum/ali/spl/chn = index records, summaries, dedup aliases, spills, chains",
-        ),
-      );
+      const width = out.width;
+      const table = formatTable(rows, totals, out);
+      out.print(table.text);
+      out.print(out.c.dim(wrapWords(table.layout === 1 ? COMPACT_LEGEND : WIDE_LEGEND, width)));
     }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
+    if (failures.length > 0 && files.length > 1) out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were measured`);
   });
 }
 
-function limitValue(flag: string, value: string | undefined, max?: number): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n) || n < 0 || (max !== undefined && n > max)) {
-    throw new UsageError(`${flag}: expected a number ${max !== undefined ? `from 0 to ${max}` : "≥ 0"}, got ${JSON.stringify(value)}`);
-  }
-  return n;
-}
+const WIDE_LEGEND =
+  "context = what Pi sends with the pi-condense extension, now → after `condense run` · stock Pi = the same without it · reported = provider-reported tokens of the last request · " +
+  "open think = thinking after the last final reply · chain % = largest chain's share of the branch · " +
+  "gap = unsummarized tool output past the frontier · rec/sum/ali/spl/chn = index records, summaries, dedup aliases, spills, chains";
+const COMPACT_LEGEND =
+  "context = what Pi sends now → after `condense run` · gap = unsummarized tool output past the frontier · " +
+  "chain = largest chain's share of the branch · diag = structural faults (--json for everything)";
 
-/** The CI limits from the flags. @throws UsageError for a value that is not a number in range */
+const tokens = (flag: string, value: string | undefined) => (value === undefined ? undefined : parseTokenCount(flag, value));
+
+/**
+ * The CI limits from the flags (README "Units"): token counts as `20000`, `20k`, `1.2M`; the chain
+ * share as a fraction (`0.8`) or a percentage (`80%`), kept as a percentage like the metric.
+ * @throws UsageError for a value that is not in one of those forms
+ */
 export function parseLimits(options: MetricsOptions): GateLimits {
   const limits: GateLimits = {};
   const set = <K extends keyof GateLimits>(key: K, value: GateLimits[K] | undefined) => {
     if (value !== undefined) limits[key] = value;
   };
-  set("maxFrontierGap", limitValue("--max-frontier-gap", options.maxFrontierGap));
-  set("maxChainShare", limitValue("--max-chain-share", options.maxChainShare, 100));
-  set("maxOpenThinking", limitValue("--max-open-thinking", options.maxOpenThinking));
-  set("maxContext", limitValue("--max-context", options.maxContext));
+  set("maxFrontierGap", tokens("--max-frontier-gap", options.maxFrontierGap));
+  if (options.maxChainShare !== undefined) {
+    // As a percentage, rounded away from float noise (0.29 × 100 = 28.999999999999996).
+    set("maxChainShare", Math.round(parseFraction("--max-chain-share", options.maxChainShare) * 100 * 1e6) / 1e6);
+  }
+  set("maxOpenThinking", tokens("--max-open-thinking", options.maxOpenThinking));
+  set("maxContext", tokens("--max-context", options.maxContext));
   if (options.failOnDiagnostics) limits.failOnDiagnostics = true;
   return limits;
 }
@@ -162,7 +171,8 @@ export function totalsOf(rows: SessionMetrics[], failed: number): MetricsTotals 
     failed,
     contextBeforeTokens: sum((r) => r.context.before.tokens),
     contextAfterTokens: sum((r) => r.context.after.tokens),
-    contextPiOnlyTokens: sum((r) => r.context.piOnly.after.tokens),
+    contextPiOnlyBeforeTokens: sum((r) => r.context.piOnly.before.tokens),
+    contextPiOnlyAfterTokens: sum((r) => r.context.piOnly.after.tokens),
     reclaimedTokens: sum((r) => r.context.reclaimedTokens),
     reportedTokens: sum((r) => r.reportedUsage?.tokens ?? 0),
     openCycleThinkingTokens: sum((r) => r.openCycleThinkingTokens),
@@ -182,44 +192,107 @@ export function totalsOf(rows: SessionMetrics[], failed: number): MetricsTotals 
   };
 }
 
-const fmt = (n: number) => n.toLocaleString("en-US");
+const WIDE: Column[] = [
+  { head: "session", fit: true, minWidth: 24 },
+  { head: "context ~tokens", align: "right" },
+  { head: "stock Pi", align: "right" },
+  { head: "reported", align: "right" },
+  { head: "open think", align: "right" },
+  { head: "chain %", align: "right" },
+  { head: "gap", align: "right" },
+  { head: "rec/sum/ali/spl/chn", align: "right" },
+  { head: "summ. tok", align: "right" },
+  { head: "diag", align: "right" },
+  { head: "img", align: "right" },
+];
 
-function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output): string {
-  const names = displayNames(rows.map((r) => r.session));
-  const body = rows.map((r, i) => [
-    names[i],
-    `${fmt(r.context.before.tokens)} → ${fmt(r.context.after.tokens)}${r.context.reclaimedPct ? ` (-${r.context.reclaimedPct}%)` : ""}`,
-    `${fmt(r.context.piOnly.after.tokens)}${r.context.piOnly.reclaimedPct ? ` (${-r.context.piOnly.reclaimedPct > 0 ? "+" : ""}${-r.context.piOnly.reclaimedPct}%)` : ""}`,
-    r.reportedUsage ? fmt(r.reportedUsage.tokens) : "—",
-    fmt(r.openCycleThinkingTokens),
-    `${r.largestChainSharePct}%`,
-    fmt(r.frontierGapTokens),
-    `${r.index.records}/${r.index.summaries}/${r.index.aliases}/${r.index.spills}/${r.index.chains}`,
-    r.index.summarizer.calls ? `${fmt(r.index.summarizer.inputTokens + r.index.summarizer.outputTokens)} ($${r.index.summarizer.cost.toFixed(4)})` : "—",
-    r.diagnosticFaults ? out.c.red(String(r.diagnosticFaults)) : "0",
-    String(r.diagnostics.images.count),
+const COMPACT: Column[] = [
+  { head: "session", fit: true, minWidth: 12 },
+  { head: "context ~tokens", align: "right" },
+  { head: "gap", align: "right" },
+  { head: "chain", align: "right" },
+  { head: "diag", align: "right" },
+];
+
+/** One row's figures, for a session or the totals. */
+interface RowFigures {
+  before: number;
+  after: number;
+  piBefore: number;
+  piAfter: number;
+  reported: string;
+  thinking: number;
+  share: string;
+  gap: number;
+  index: string;
+  summarizer: string;
+  faults: number;
+  images: number;
+}
+
+function figuresOf(r: SessionMetrics): RowFigures {
+  const s = r.index.summarizer;
+  return {
+    before: r.context.before.tokens,
+    after: r.context.after.tokens,
+    piBefore: r.context.piOnly.before.tokens,
+    piAfter: r.context.piOnly.after.tokens,
+    reported: r.reportedUsage ? fmt(r.reportedUsage.tokens) : "—",
+    thinking: r.openCycleThinkingTokens,
+    share: `${r.largestChainSharePct}%`,
+    gap: r.frontierGapTokens,
+    index: `${r.index.records}/${r.index.summaries}/${r.index.aliases}/${r.index.spills}/${r.index.chains}`,
+    summarizer: s.calls ? `${fmt(s.inputTokens + s.outputTokens)} ($${s.cost.toFixed(4)})` : "—",
+    faults: r.diagnosticFaults,
+    images: r.diagnostics.images.count,
+  };
+}
+
+function totalFigures(t: MetricsTotals): RowFigures {
+  return {
+    before: t.contextBeforeTokens,
+    after: t.contextAfterTokens,
+    piBefore: t.contextPiOnlyBeforeTokens,
+    piAfter: t.contextPiOnlyAfterTokens,
+    reported: fmt(t.reportedTokens),
+    thinking: t.openCycleThinkingTokens,
+    share: `max ${t.largestChainSharePctMax}%`,
+    gap: t.frontierGapTokens,
+    index: `${t.records}/${t.summaries}/${t.aliases}/${t.spills}/${t.chains}`,
+    summarizer: t.summarizerCalls ? `${fmt(t.summarizerInputTokens + t.summarizerOutputTokens)} ($${t.summarizerCost.toFixed(4)})` : "—",
+    faults: t.diagnosticFaults,
+    images: t.diagnostics.images,
+  };
+}
+
+function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output): { text: string; layout: number } {
+  const labels = sessionLabels(rows);
+  const all = rows.map((r, i) => ({ label: labels[i], f: figuresOf(r) }));
+  if (rows.length > 1)
+    all.push({ label: out.c.bold(`total (${totals.sessions}${totals.failed ? `, ${totals.failed} failed` : ""})`), f: totalFigures(totals) });
+  const faults = (x: number) => (x ? out.c.red(String(x)) : "0");
+  const change = (f: RowFigures, short: boolean) =>
+    `${(short ? shortCount : fmt)(f.before)} → ${(short ? shortCount : fmt)(f.after)} (${percentChange(f.before, f.after)})`;
+  const wide = all.map(({ label, f }) => [
+    label,
+    change(f, false),
+    `${fmt(f.piBefore)} → ${fmt(f.piAfter)} (${percentChange(f.piBefore, f.piAfter)})`,
+    f.reported,
+    fmt(f.thinking),
+    f.share,
+    fmt(f.gap),
+    f.index,
+    f.summarizer,
+    faults(f.faults),
+    String(f.images),
   ]);
-  if (rows.length > 1) {
-    body.push([
-      out.c.bold(`total (${totals.sessions}${totals.failed ? `, ${totals.failed} failed` : ""})`),
-      `${fmt(totals.contextBeforeTokens)} → ${fmt(totals.contextAfterTokens)}`,
-      fmt(totals.contextPiOnlyTokens),
-      fmt(totals.reportedTokens),
-      fmt(totals.openCycleThinkingTokens),
-      `max ${totals.largestChainSharePctMax}%`,
-      fmt(totals.frontierGapTokens),
-      `${totals.records}/${totals.summaries}/${totals.aliases}/${totals.spills}/${totals.chains}`,
-      totals.summarizerCalls ? `${fmt(totals.summarizerInputTokens + totals.summarizerOutputTokens)} ($${totals.summarizerCost.toFixed(4)})` : "—",
-      String(totals.diagnosticFaults),
-      String(totals.diagnostics.images),
-    ]);
-  }
+  const compact = all.map(({ label, f }) => [label, change(f, true), shortCount(f.gap), f.share.replace("max ", ""), faults(f.faults)]);
   const tokenizer = rows[0]?.tokenizer === "o200k" ? "o200k tokens" : "~tokens";
-  return out.table(
-    ["session", `${tokenizer} before → after`, "stock Pi", "reported", "open think", "chain %", "gap", "rec/sum/ali/spl/chn", "summ. tok", "diag", "img"],
-    body,
-    ["left", "right", "right", "right", "right", "right", "right", "right", "right", "right", "right"],
-  );
+  const head = (cols: Column[]) => cols.map((c) => (c.head === "context ~tokens" ? { ...c, head: `context ${tokenizer}` } : c));
+  return out.fitted([
+    { columns: head(WIDE), rows: wide },
+    { columns: head(COMPACT), rows: compact },
+  ]);
 }
 
 /** The non-zero faults of each session with their first places, or "" when there are none. */

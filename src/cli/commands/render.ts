@@ -4,17 +4,19 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
-import { type RenderAs, renderSession } from "../../pipeline/render.js";
+import { contextSize, type ContextSize } from "../../context/size.js";
+import { type RenderAs, renderAfterRun, renderSession, sentMessages } from "../../pipeline/render.js";
 import { runFor as decideRunFor, type TargetChoice } from "../../pipeline/target.js";
 import { sessionView } from "../../pipeline/view.js";
-import { sizeMessages } from "../../report/counts.js";
 import type { Rendered } from "../../render/render.js";
 import { formatTranscript } from "../../render/transcript.js";
+import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { extensionOffWarning } from "../extension-status.js";
-import { Output } from "../output.js";
+import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
+import { n, percentChange } from "../format.js";
+import { fitLine, Output, wrapWords } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 interface RenderOptions extends CommonOptions, ConfigFlags {
@@ -39,11 +41,11 @@ export function registerRender(program: Command, _exit: ExitState): void {
         .default("extension"),
     )
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
-    .option("--stats", "print sizes (chars and chars/4 tokens) after projection and after each phase instead of the messages")
+    .option("--stats", "print the context's size now and after `run`, and after projection and each phase, instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
     .option("--model <provider/id>", "with --dry-run: summarizer model")
     .addOption(
-      new Option("--target <target>", "with --dry-run: whom the run writes for (as run --target: pi, extension, auto)")
+      new Option("--target <target>", "whom the run after which the context is shown writes for (as run --target: pi, extension, auto)")
         .choices(["auto", "pi", "extension"])
         .default("auto"),
     );
@@ -52,7 +54,7 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .addHelpText(
       "after",
       "\nExamples:\n  condense render session.jsonl\n  condense render session.jsonl --dry-run --stats\n  condense render session.jsonl --format json > context.json\n" +
-        "  condense render session.jsonl --as pi-only --dry-run --stats   # what stock Pi sends after condense run",
+        "  condense render session.jsonl --as pi-only --dry-run --stats",
     );
   withCommonOptions(cmd).action(async (sessionArg: string | undefined, options: RenderOptions) => {
     const out = new Output(options);
@@ -60,37 +62,44 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const files = await resolveSessionArgs(sessionArg ? [sessionArg] : []);
     if (files.length !== 1) throw new UsageError(`render takes one session; ${sessionArg} names ${files.length} files`);
     const session = await openSession(files[0], "read");
+    await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    const runFor = options.dryRun ? decideRunFor(options.target, session.path, session.header?.cwd) : null;
-    const dryRun = runFor ? { kind: options.summarizer, model: options.model, runFor } : null;
-    const rendered = await renderSession(sessionView(session, config), dryRun, options.as);
+    // Whom `run` would write for: the plan behind --dry-run and the "after" figure.
+    const runFor = decideRunFor(options.target, session.path, session.header?.cwd);
+    const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model, runFor } : null;
+    const view = sessionView(session, config);
+    const rendered = await renderSession(view, dryRun, options.as);
     // What run writes shrinks Pi's context only with the extension switched on (--as pi-only shows the other case).
     if (options.as === "extension" && !options.quiet) {
       const off = await extensionOffWarning([session.path], "render");
       if (off) out.warn(off);
     }
     const stats = renderStats(rendered);
+    // The one "before → after" (as `run`, `metrics` and `budget` print it): the context Pi sends
+    // now, and after `run` — the --dry-run plan when there is one, else a deterministic plan.
+    const wantsContext = options.json || options.stats;
+    const after = dryRun ? rendered : wantsContext ? await renderAfterRun(view.fork(), undefined, runFor) : rendered;
+    const context = { before: contextSize(sentMessages(view.rendered, options.as)), after: contextSize(sentMessages(after, options.as)) };
+    const label = sessionLabel(session);
     if (options.json) {
       out.printJson({
         session: session.path,
+        label,
         dryRun: !!options.dryRun,
-        ...(runFor ? { target: runFor.target } : {}),
         as: options.as,
+        target: runFor.target,
+        context,
         messages: rendered.after,
         stats,
         diagnostics: rendered.diagnostics,
       });
       return;
     }
-    if (options.stats) {
-      out.print(
-        out.table(
-          ["after", "messages", "chars", "~tokens", "change"],
-          stats.map((s, i) => [s.phase, s.messages, s.chars, s.tokens, i === 0 ? "" : signed(s.chars - stats[i - 1].chars)]),
-          ["left", "right", "right", "right", "right"],
-        ),
-      );
+    if (options.stats && options.format === "json") {
+      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, as: options.as, context, stats });
+    } else if (options.stats) {
+      out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as: options.as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
     else out.print(formatTranscript(rendered.afterAgent, out.c));
     for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
@@ -98,23 +107,42 @@ export function registerRender(program: Command, _exit: ExitState): void {
 }
 
 /** One row of `--stats`: the size after projection, then after each phase. */
-export interface RenderStat {
+export interface RenderStat extends ContextSize {
   phase: string;
-  messages: number;
-  /** Characters of the JSON message array. */
-  chars: number;
-  /** round(chars / 4). */
-  tokens: number;
 }
 
-/** Sizes after projection and after each phase (converted messages, as the provider gets them). */
+/** Sizes after projection and after each phase (`context/size.ts`: what Pi sends, as Pi counts it). */
 export function renderStats(rendered: Rendered): RenderStat[] {
-  return [
-    { phase: "projection", messages: rendered.before.length, ...sizeMessages(rendered.before) },
-    ...rendered.phases.map((p) => ({ phase: p.phase, messages: p.messages.length, ...sizeMessages(p.messages) })),
-  ];
+  return [{ phase: "projection", ...contextSize(rendered.beforeAgent) }, ...rendered.phases.map((p) => ({ phase: p.phase, ...contextSize(p.agentMessages) }))];
 }
 
-function signed(n: number): string {
-  return n === 0 ? "0" : n > 0 ? `+${n.toLocaleString("en-US")}` : `−${(-n).toLocaleString("en-US")}`;
+function signed(x: number): string {
+  return x === 0 ? "0" : x > 0 ? `+${n(x)}` : `−${n(-x)}`;
+}
+
+/** `--stats`: who, the context now → after `run`, and the size after each phase of the render shown. */
+function formatStats(
+  head: string[],
+  context: { before: ContextSize; after: ContextSize },
+  stats: RenderStat[],
+  mode: { dryRun: boolean; as: RenderAs },
+  out: Output,
+): string {
+  const width = out.width;
+  const { before, after } = context;
+  const shown = `${mode.dryRun ? "after `condense run` (--dry-run)" : "as the session is now"}${mode.as === "pi-only" ? ", as stock Pi sends it (no extension)" : ""}`;
+  const table = out.table(
+    ["after", "messages", "chars", "~tokens", "change"],
+    stats.map((s, i) => [s.phase, s.messages, s.chars, s.tokens, i === 0 ? "" : signed(s.tokens - stats[i - 1].tokens)]),
+    ["left", "right", "right", "right", "right"],
+  );
+  return [
+    ...head.filter((h) => h !== "").map((h) => fitLine(h, width)),
+    wrapWords(
+      `context Pi sends: ${n(before.tokens)} ~tokens now → ${n(after.tokens)} after \`condense run\` (${percentChange(before.tokens, after.tokens)})`,
+      width,
+    ),
+    wrapWords(`render ${shown}, phase by phase (chars and ~tokens as Pi estimates them, ceil(chars / 4) per message):`, width),
+    table,
+  ].join("\n");
 }

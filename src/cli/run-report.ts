@@ -1,0 +1,221 @@
+/**
+ * The human report of `condense run` (docs/design.md §2): one table row per session — fitted to
+ * the terminal, compact below 100 columns — then totals, the wall time, what grew on disk, model
+ * usage, the batches that stay raw, and a closing count of failed sessions.
+ */
+import type { RunFileResult } from "../pipeline/run.js";
+import { type Output, sessionLabels, wrapWords } from "./output.js";
+import { formatBytes, n, percentChange, shortCount } from "./format.js";
+import type { Column } from "./table.js";
+import type { ContextSize } from "../context/size.js";
+
+type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "entriesAppended" | "disk" | "dryRun" | "written" | "backup"> & {
+  /** What Pi sends for the target the run used: stock Pi's for `pi`, the extension's for `extension`. */
+  shown: { before: ContextSize; after: ContextSize };
+};
+
+/** The context figure of the target a run used. */
+function shownContext(r: Pick<RunFileResult, "context" | "target">): { before: ContextSize; after: ContextSize } {
+  return r.target.used === "pi" ? r.context.piOnly : r.context;
+}
+
+function entriesCell(r: Counts, compact: boolean): string {
+  if (r.dryRun) return compact ? `(${r.entriesAppended})` : `would add ${r.entriesAppended}`;
+  if (r.written) return `+${r.entriesAppended}`;
+  return r.backup ? "migrated only" : compact ? "—" : "nothing to do";
+}
+
+function contextCell(r: Counts, compact = false): string {
+  const { before, after } = r.shown;
+  const f = compact ? shortCount : n;
+  return `${f(before.tokens)} → ${f(after.tokens)} (${percentChange(before.tokens, after.tokens)})`;
+}
+
+function skippedCell(r: Counts): string {
+  const b = r.batches;
+  return `${b.skippedTrivial}/${b.skippedDeduped}/${b.skippedOversized}${b.failed ? `, ${b.failed} failed` : ""}`;
+}
+
+/** The sums over several sessions, shaped like one session's counts. */
+function totals(results: RunFileResult[]): Counts {
+  const sum = (f: (r: RunFileResult) => number) => results.reduce((t, r) => t + f(r), 0);
+  const size = (f: (r: RunFileResult) => { messages: number; chars: number; tokens: number }) => ({
+    messages: sum((r) => f(r).messages),
+    chars: sum((r) => f(r).chars),
+    tokens: sum((r) => f(r).tokens),
+  });
+  return {
+    batches: {
+      captured: sum((r) => r.batches.captured),
+      summarized: sum((r) => r.batches.summarized),
+      skippedTrivial: sum((r) => r.batches.skippedTrivial),
+      skippedDeduped: sum((r) => r.batches.skippedDeduped),
+      skippedOversized: sum((r) => r.batches.skippedOversized),
+      failed: sum((r) => r.batches.failed),
+    },
+    calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
+    chains: { compressed: sum((r) => r.chains.compressed), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
+    shown: { before: size((r) => shownContext(r).before), after: size((r) => shownContext(r).after) },
+    entriesAppended: sum((r) => r.entriesAppended),
+    disk: {
+      fileBytes: sum((r) => r.disk.fileBytes),
+      appendBytes: sum((r) => r.disk.appendBytes),
+      sidecarFiles: sum((r) => r.disk.sidecarFiles),
+      sidecarBytes: sum((r) => r.disk.sidecarBytes),
+      sidecarDirs: [],
+    },
+    dryRun: results.every((r) => r.dryRun),
+    written: results.some((r) => r.written) ? "yes" : null,
+  };
+}
+
+const WIDE: Column[] = [
+  { head: "session", fit: true, minWidth: 24 },
+  { head: "batches", align: "right" },
+  { head: "summarized", align: "right" },
+  { head: "skipped t/d/o", align: "right" },
+  { head: "spilled", align: "right" },
+  { head: "chains", align: "right" },
+  { head: "context ~tokens", align: "right" },
+  { head: "file", align: "right" },
+  { head: "entries" },
+];
+
+const COMPACT: Column[] = [
+  { head: "session", fit: true, minWidth: 12 },
+  { head: "batches", align: "right" },
+  { head: "context ~tokens", align: "right" },
+  { head: "added", align: "right" },
+];
+
+function wideRow(r: Counts, label: string): string[] {
+  const growth = r.disk.appendBytes + r.disk.sidecarBytes;
+  return [
+    label,
+    n(r.batches.captured),
+    n(r.batches.summarized),
+    skippedCell(r),
+    n(r.calls.spilled),
+    n(r.chains.compressed),
+    contextCell(r),
+    growth > 0 ? `+${formatBytes(growth)}` : "—",
+    entriesCell(r, false),
+  ];
+}
+
+function compactRow(r: Counts, label: string): string[] {
+  const failed = r.batches.failed ? `!${r.batches.failed}` : "";
+  return [label, `${n(r.batches.summarized)}/${n(r.batches.captured)}${failed}`, contextCell(r, true), entriesCell(r, true)];
+}
+
+/** The table: wide when the terminal has room, else compact; a totals row for several sessions. */
+function runTable(results: RunFileResult[], out: Output): { text: string; layout: number } {
+  const labels = sessionLabels(results);
+  const counts = results.map((r) => ({ ...r, shown: shownContext(r) }));
+  const wide = counts.map((r, i) => wideRow(r, labels[i]));
+  const compact = counts.map((r, i) => compactRow(r, labels[i]));
+  if (results.length > 1) {
+    const total = totals(results);
+    const idle = results.filter((r) => !r.dryRun && !r.written).length;
+    const name = out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`);
+    wide.push(wideRow(total, name));
+    compact.push(compactRow(total, name));
+  }
+  return out.fitted([
+    { columns: WIDE, rows: wide },
+    { columns: COMPACT, rows: compact },
+  ]);
+}
+
+/** What grew on disk, one line: the session files and the sidecar folders. */
+function diskLine(results: RunFileResult[]): string {
+  const t = totals(results);
+  const verb = t.dryRun ? "would grow" : "grew";
+  const files = results.length === 1 ? "the session file" : "session files";
+  const pct = t.disk.fileBytes > 0 ? ` (+${((100 * t.disk.appendBytes) / t.disk.fileBytes).toFixed(1)}%)` : "";
+  let line = `${files} ${verb} by ${formatBytes(t.disk.appendBytes)}${pct}`;
+  if (t.disk.sidecarFiles > 0) {
+    const dirs = results.flatMap((r) => r.disk.sidecarDirs);
+    const where = dirs.length === 1 ? ` in ${dirs[0]}` : ` in ${dirs.length} folders`;
+    line += `; ${n(t.disk.sidecarFiles)} sidecar file${t.disk.sidecarFiles === 1 ? "" : "s"} (${formatBytes(t.disk.sidecarBytes)})${where}`;
+  }
+  return line;
+}
+
+/**
+ * Whom each session was written for and why, and the context edits written for stock Pi:
+ * `… written for stock Pi (target pi: <reason>) · 48 context edits (30 stubs, 2 assistant, 1 chain blocks, 15 omitted)`.
+ */
+function targetLines(results: RunFileResult[], out: Output): string[] {
+  const why = (r: RunFileResult) =>
+    `${r.target.used === "pi" ? "written for stock Pi" : "written for the pi-condense extension"} (target ${r.target.used}: ${r.target.reason})`;
+  const edits = (r: RunFileResult) => {
+    const e = r.contextEdits;
+    if (!e) return "";
+    const kept = e.keptForeign > 0 ? `; ${e.keptForeign} left as edited by someone else` : "";
+    const cannot = e.unrepresentable > 0 ? `; ${e.unrepresentable} changes no context edit can make` : "";
+    return ` · ${e.written} context edits (${e.stubs} stubs, ${e.assistants} assistant, ${e.carriers} chain blocks, ${e.omitted} omitted)${kept}${cannot}`;
+  };
+  const reasons = new Set(results.map(why));
+  const lines =
+    reasons.size === 1 && results.length > 1
+      ? [`all sessions ${[...reasons][0]}`, ...results.filter((r) => r.contextEdits?.written).map((r) => `${r.session}${edits(r)}`)]
+      : results.map((r) => `${r.session}: ${why(r)}${edits(r)}`);
+  return lines.map((l) => out.c.dim(wrapWords(l, out.width)));
+}
+
+const LISTED_RECOVERIES = 5;
+
+/**
+ * What a run left as it was, and why: summaries withheld because the context would have grown,
+ * results the render removes that were indexed for recovery (with the ref to query), calls left
+ * raw for a shared occurrence key or for error purge.
+ */
+function keptLines(r: RunFileResult, out: Output): string[] {
+  const lines: string[] = [];
+  if (r.withheld) lines.push(out.c.yellow(`${r.session}: ${r.withheld.reason}`));
+  for (const rec of r.recovered.slice(0, LISTED_RECOVERIES)) {
+    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; indexed as ${rec.ref} — condense query ${rec.ref}`);
+  }
+  if (r.recovered.length > LISTED_RECOVERIES)
+    lines.push(`${r.session}: and ${r.recovered.length - LISTED_RECOVERIES} more removed results indexed (--json lists them)`);
+  if (r.calls.ambiguous > 0) {
+    lines.push(
+      `${r.session}: ${r.calls.ambiguous} call(s) left raw: their result shares its id and timestamp with another result, so a stub could not tell them apart`,
+    );
+  }
+  if (r.calls.keptForErrorPurge > 0) {
+    lines.push(`${r.session}: ${r.calls.keptForErrorPurge} failed call(s) left raw: error purge takes their arguments, which a stub would bring back`);
+  }
+  return lines;
+}
+
+/**
+ * The whole human report (stdout).
+ * @param wallMs wall time of the whole command (not the sum of the sessions' times)
+ */
+export function formatRunReport(results: RunFileResult[], out: Output, wallMs: number): string {
+  const width = out.width;
+  const table = runTable(results, out);
+  const dry = results.some((r) => r.dryRun) ? " ((N): a dry run would add N)" : "";
+  const failedNote = results.some((r) => r.batches.failed) ? " (!N: N failed)" : "";
+  const legend =
+    table.layout === 1
+      ? `batches = summarized / captured${failedNote} · context = what Pi sends for the target, now → after · added = entries${dry}`
+      : "skipped t/d/o = trivial / deduplicated / oversized · context = what Pi sends for the target, now → after";
+  const lines = [
+    table.text,
+    out.c.dim(wrapWords(`${legend} · ${(wallMs / 1000).toFixed(2)} s`, width)),
+    out.c.dim(wrapWords(diskLine(results), width)),
+    ...targetLines(results, out),
+  ];
+  for (const r of results) {
+    if (r.usage.calls > 0) {
+      const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
+      lines.push(`${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`);
+    }
+    for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
+    lines.push(...keptLines(r, out));
+  }
+  return lines.join("\n");
+}

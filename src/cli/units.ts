@@ -1,0 +1,47 @@
+/**
+ * One convention for the numbers given on the command line (README "Units"):
+ * - a token count is a whole number, optionally with `k` (thousand) or `M` (million): `120000`,
+ *   `120k`, `1.2M`; `_` and `,` between digits are ignored (`120_000`);
+ * - a share is a fraction from 0 to 1 (`0.8`) or a percentage with `%` (`80%`). A bare number
+ *   above 1 is refused rather than guessed: older versions read `--max-chain-share 80` as a
+ *   percentage, and `0.8` now means 80%, not 0.8%.
+ */
+import { UsageError } from "../util/errors.js";
+
+const COUNT = /^(\d+(?:\.\d+)?)\s*([kKmM]?)$/;
+
+/**
+ * A token count (`120000`, `120k`, `1.2M`), rounded to a whole number.
+ * @throws UsageError naming the flag, the value and the accepted forms
+ */
+export function parseTokenCount(flag: string, value: string, options: { min?: number } = {}): number {
+  const text = value.trim().replace(/(?<=\d)[_,](?=\d)/g, "");
+  const m = COUNT.exec(text);
+  const scale = m?.[2] ? (m[2].toLowerCase() === "k" ? 1_000 : 1_000_000) : 1;
+  const result = m ? Math.round(Number(m[1]) * scale) : Number.NaN;
+  const min = options.min ?? 0;
+  if (!Number.isFinite(result) || result < min) {
+    throw new UsageError(`${flag}: expected a token count ${min > 0 ? `of at least ${min} ` : ""}such as 120000, 120k or 1.2M, got ${JSON.stringify(value)}`);
+  }
+  return result;
+}
+
+/**
+ * A share as a fraction from 0 to 1: `0.8` or `80%`.
+ * @param options.above0 refuse 0 (the range is (0, 1])
+ * @throws UsageError naming the flag and the accepted forms; for a bare number above 1, saying
+ *   how to write it as a percentage
+ */
+export function parseFraction(flag: string, value: string, options: { above0?: boolean } = {}): number {
+  const text = value.trim();
+  const percent = /^(\d+(?:\.\d+)?)\s*%$/.exec(text);
+  const number = percent ? Number(percent[1]) / 100 : /^\d*\.?\d+$/.test(text) ? Number(text) : Number.NaN;
+  const range = options.above0 ? "above 0 and at most 1" : "from 0 to 1";
+  if (!percent && Number.isFinite(number) && number > 1 && number <= 100) {
+    throw new UsageError(`${flag}: a bare number is a fraction ${range}; for ${text} percent write ${text}% (or ${number / 100})`);
+  }
+  if (!Number.isFinite(number) || number > 1 || number < 0 || (options.above0 && number === 0)) {
+    throw new UsageError(`${flag}: expected a fraction ${range} (0.8) or a percentage (80%), got ${JSON.stringify(value)}`);
+  }
+  return number;
+}

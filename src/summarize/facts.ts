@@ -1,0 +1,86 @@
+/**
+ * What in a tool output is information a later turn needs (docs/design.md "Summary quality"):
+ * the reason a call failed, error lines, test and error totals, exit codes, and the file paths it
+ * names. One definition, read by the deterministic summarizer (which keeps these) and by the
+ * quality figure (which checks they were kept). Texts are read without control characters.
+ */
+import { stripControl } from "../util/text.js";
+
+/** Tools whose successful output is a file's contents: code and prose, not results. */
+const READ_TOOLS = new Set(["read", "read_file", "view", "cat", "open", "fetch", "web_fetch", "webfetch"]);
+
+/** True for a tool whose successful output is a file's contents (`read`, `view`, …). */
+export function isFileRead(toolName: string): boolean {
+  return READ_TOOLS.has(toolName.toLowerCase());
+}
+
+/** An optional place before a message: `src/a.ts:3:7: `, `src/a.ts(3,7): `, a bullet, `1) `. */
+const PLACE = String.raw`(?:[\w./@~+-]+(?::\d+(?::\d+)?|\(\d+,\d+\)):?\s*|[-*•>]\s+|\d+\)\s+)?`;
+
+/**
+ * A line that reports an error: after an optional place it starts with an error's name or kind —
+ * `TypeError: …`, `error TS2322: …`, `error: …`, `Error: …`, `npm ERR! …`, `fatal: …`, `panic: …`,
+ * `FAIL …`, `Traceback …`, `✗ …` — or it says a file, command or permission was missing. Source
+ * code that merely mentions errors (`throw new Error(…)`, `isError: true`) is not one.
+ */
+const ERROR_LINE = new RegExp(
+  `^${PLACE}(?:[A-Z]\\w*(?:Error|Exception)\\b(?![(=.])|[Ee]rror(?:\\[\\w+\\])?(?:\\s+TS\\d+)?:|Error\\b(?![(=.])|ERROR\\b|npm ERR!|ERR!|[Ff]atal\\b:|FATAL\\b|[Pp]anic\\b:|PANIC\\b|FAIL(?:ED)?\\b|Failed\\b|Traceback\\b|[✗✘×]\\s)`,
+);
+/** Messages that report a failure wherever they stand in a line. */
+const FAILURE_ANYWHERE = /No such file or directory|command not found|Permission denied|Cannot find module/i;
+
+/** A line that totals a run: `Tests: 1 failed, 3 passed`, `Found 2 errors`, `12 passing`, `FAILED (failures=2)`. */
+const TOTALS_LINE = /\b\d+ (?:tests? )?(?:passed|failed|failing|passing|skipped|errors?|warnings?|problems?)\b|\b(?:failures|errors)=\d+|\bTests?:\s+\d+/i;
+
+/** An exit status as tools print it: `exit code 2`, `exited with code 1`, `Command exited with code 1`, `exit status 127`. */
+const EXIT = /\b(?:exit(?:ed)?(?: with)?(?: code| status)|exit code:?|Command exited with code)\s*[:=]?\s*(-?\d+)/gi;
+
+/**
+ * A file path: folders and a file name with an extension (`src/a.ts`, `./x.js`, `/etc/hosts.conf`,
+ * `~/.pi/agent/settings.json`, `src/a.ts(3,7)` as a compiler prints it), not inside a URL.
+ */
+const PATH = /(?:^|[\s"'`(=[,:<])((?:\.{1,2}\/|~\/|\/)?(?:[\w@.+-]+\/)+[\w@+-]+(?:\.[A-Za-z]\w{0,7})+)(?=$|[\s"'`(),:;\]>])/g;
+
+/** True for a line that reports an error (see {@link ERROR_LINE}). */
+export function isErrorLine(line: string): boolean {
+  const t = line.trim();
+  return ERROR_LINE.test(t) || FAILURE_ANYWHERE.test(t);
+}
+
+/** True for a line that totals tests, errors or warnings. */
+export function isTotalsLine(line: string): boolean {
+  return TOTALS_LINE.test(line);
+}
+
+/** The last exit status an output prints, or undefined. */
+export function exitStatus(text: string): string | undefined {
+  let last: string | undefined;
+  for (const m of text.matchAll(EXIT)) last = m[1];
+  return last;
+}
+
+/** Every exit status an output prints, in order, each once. */
+export function exitStatuses(text: string): string[] {
+  return [...new Set([...text.matchAll(EXIT)].map((m) => m[1]))];
+}
+
+/** The distinct file paths an output names, in order of first appearance. */
+export function filePaths(text: string): string[] {
+  const out = new Set<string>();
+  for (const m of text.matchAll(PATH)) if (!m[1].includes("//")) out.add(m[1]);
+  return [...out];
+}
+
+/**
+ * The reason a failed call gives when no line of it reads as an error line (those are kept as
+ * such): its first non-empty line, and the next one too when the first only announces it (ends
+ * with `:`, as `Validation failed for tool "edit":` does).
+ */
+export function failureReason(text: string): string[] {
+  const lines = stripControl(text)
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => l !== "");
+  if (lines.length === 0 || lines.some(isErrorLine)) return [];
+  return lines[0].endsWith(":") && lines.length > 1 ? [lines[0], lines[1]] : [lines[0]];
+}

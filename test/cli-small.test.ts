@@ -1,0 +1,120 @@
+/**
+ * The small items of "output for people" (issue 17), each as a kind: a mistyped command is named
+ * as one; the top-level help says what `condense <session>` does; run reports disk growth and the
+ * sidecar folders, its wall time (not the sum of the sessions'), a closing count of failed sessions,
+ * and its warnings in --json; a project's ignored contextPrune block is named; chain refs print in
+ * numeric order.
+ */
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { chainToolRefs } from "../src/chain/compress.js";
+import { suggestCommand } from "../src/cli/suggest.js";
+import { copyInto, FIXTURES, runCli, runCliWith, tempDir } from "./cli-capture.js";
+
+const tmp = tempDir("cli-small");
+afterAll(tmp.cleanup);
+const NOW = { CONDENSE_NOW: "2026-01-01T00:00:00.000Z" };
+
+describe("a mistyped command", () => {
+  it("is named as one, not looked up as a session (exit 2)", async () => {
+    const r = await runCli("metric");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('error: unknown command "metric" — did you mean `condense metrics`? (No session goes by that name either.) See condense --help\n');
+    const json = await runCli("rendr", "--json");
+    expect(JSON.parse(json.stdout).error).toEqual({ message: expect.stringContaining('unknown command "rendr"'), exitCode: 2 });
+  });
+
+  it("is told from paths, ids and words far from every command", () => {
+    const names = ["render", "query", "metrics", "budget", "compact", "install-skill", "completion"];
+    expect(suggestCommand("metric", names)).toBe("metrics");
+    expect(suggestCommand("met", names)).toBe("metrics");
+    expect(suggestCommand("budgt", names)).toBe("budget");
+    expect(suggestCommand("sessions/a.jsonl", names)).toBeUndefined();
+    expect(suggestCommand("019dcd91", names)).toBeUndefined();
+    expect(suggestCommand("hello", names)).toBeUndefined();
+  });
+
+  it("an existing file of that name is still a session", async () => {
+    const dir = path.join(tmp.dir, "named");
+    mkdirSync(dir);
+    copyInto(dir, path.join(FIXTURES, "example-session.jsonl"), "metric");
+    const r = await runCli(path.join(dir, "metric"), "--dry-run", "--json");
+    expect(r.code).toBe(0);
+  });
+});
+
+describe("the top-level help", () => {
+  it("says that condense <session> runs the main job", async () => {
+    const r = await runCli("--help");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("Usage: condense [command] [options]   (no command: condense <session...> runs `run`)");
+    expect(r.stdout).toContain("The main job is the default command: `condense <session...>` is `condense run <session...>`");
+  });
+});
+
+describe("run's report", () => {
+  it("names disk growth and the sidecar folder; --json carries them", async () => {
+    const file = copyInto(tmp.dir, path.join(FIXTURES, "spill-and-duplicate.jsonl"));
+    const size = statSync(file).size;
+    const r = await runCliWith({ ...NOW, COLUMNS: "200" }, file, "--set", "spillThreshold=4000", "--json");
+    const doc = JSON.parse(r.stdout).sessions[0];
+    const blobs = path.join(tmp.dir, "0199c0de-0000-7000-8000-0000000000a1-blobs");
+    const sidecar = readFileSync(path.join(blobs, "call_1_1767261602300.txt"));
+    expect(doc.disk).toEqual({ fileBytes: size, appendBytes: statSync(file).size - size, sidecarFiles: 1, sidecarBytes: sidecar.length, sidecarDirs: [blobs] });
+    // The same on a dry run, from the human report.
+    const again = copyInto(path.join(tmp.dir, "named"), path.join(FIXTURES, "spill-and-duplicate.jsonl"), "dry.jsonl");
+    const human = await runCliWith({ ...NOW, COLUMNS: "200" }, again, "--set", "spillThreshold=4000", "--dry-run");
+    const kb = (n: number) => `${Math.round(n / 1024)} KB`;
+    expect(human.stdout).toContain(
+      `the session file would grow by ${kb(doc.disk.appendBytes)} (+${((100 * doc.disk.appendBytes) / size).toFixed(1)}%); 1 sidecar file (${kb(sidecar.length)}) in ${path.join(tmp.dir, "named", "0199c0de-0000-7000-8000-0000000000a1-blobs")}`,
+    );
+  });
+
+  it("prints the command's wall time and counts the failed sessions once more at the end", async () => {
+    const good = copyInto(path.join(tmp.dir, "named"), path.join(FIXTURES, "example-session.jsonl"), "good.jsonl");
+    const empty = path.join(tmp.dir, "named", "empty.jsonl");
+    writeFileSync(empty, "");
+    const started = Date.now();
+    const r = await runCli(good, empty, "--dry-run", "--jobs", "1");
+    const elapsed = (Date.now() - started) / 1000;
+    expect(r.code).toBe(1);
+    const seconds = Number(/ · (\d+\.\d\d) s\n/.exec(r.stdout)?.[1]);
+    expect(seconds).toBeLessThanOrEqual(elapsed + 0.01);
+    expect(r.stderr.trimEnd().split("\n").pop()).toBe("error: 1 of 2 sessions failed (listed above); the others were processed");
+    const json = JSON.parse((await runCli(good, empty, "--dry-run", "--json", "--jobs", "1")).stdout);
+    // wallMs is the command's: at least the longest session's, not their sum.
+    expect(json.wallMs).toBeGreaterThanOrEqual(Math.max(...json.sessions.map((s: { wallMs: number }) => s.wallMs)));
+  });
+});
+
+describe("a project's contextPrune block", () => {
+  it("is named as ignored by the extension and by condense, with the way to use it", async () => {
+    const project = path.join(tmp.dir, "project");
+    mkdirSync(path.join(project, ".pi"), { recursive: true });
+    writeFileSync(path.join(project, ".pi", "settings.json"), JSON.stringify({ contextPrune: { minBatchChars: 10 } }));
+    const file = path.join(project, "s.jsonl");
+    const lines = readFileSync(path.join(FIXTURES, "example-session.jsonl"), "utf8").split("\n");
+    lines[0] = JSON.stringify({ ...JSON.parse(lines[0]), cwd: project });
+    writeFileSync(file, lines.join("\n"));
+    const settings = path.join(project, ".pi", "settings.json");
+    for (const command of [["metrics"], ["budget"], ["render"], ["run", "--dry-run"]]) {
+      const r = await runCli(command[0], file, ...command.slice(1));
+      expect(r.stderr, command.join(" ")).toContain(
+        `warning: ${settings} has a "contextPrune" block, which neither the pi-condense extension nor condense reads: both take contextPrune from `,
+      );
+      expect(r.stderr).toContain(`Move the keys there, or pass --config ${settings} to condense`);
+    }
+    // Passed explicitly, it is read.
+    const withIt = JSON.parse((await runCli("run", file, "--dry-run", "--json", "--config", settings)).stdout).sessions[0];
+    const without = JSON.parse((await runCli("run", file, "--dry-run", "--json")).stdout).sessions[0];
+    expect(withIt.batches.skippedTrivial).toBeLessThan(without.batches.skippedTrivial);
+  });
+});
+
+describe("chain refs", () => {
+  it("are listed in numeric order, each once", () => {
+    const refs: Record<string, string> = { a: "t112", b: "t113", c: "t12", d: "t9", e: "t12" };
+    expect(chainToolRefs({ shortRefFor: (k: string) => refs[k] }, ["a", "b", "c", "d", "e"])).toEqual(["t9", "t12", "t112", "t113"]);
+  });
+});
