@@ -2,8 +2,9 @@
 /**
  * Bench section "native mode": for every shared session, what stock Pi sends before → after
  * `condense run --target pi` (Pi's own projection of the file, edits applied), next to what the
- * pi-condense extension sends after `run --target extension` — both in Pi's own estimate (tokens:
- * ⌈chars / 4⌉ per message the provider receives, summed) — with the context edits written and the
+ * pi-condense extension sends after `run --target extension` — both in the one context measure
+ * (`context/size.ts`: Pi's own estimate, ⌈chars / 4⌉ per message the provider receives, summed) —
+ * with the context edits written and the
  * time the run took. Deterministic summarizer; each session on temp copies placed where Pi keeps
  * the sessions of its cwd (so stubs name `condense query <ref>` without --session, as for a user);
  * v1 files migrated first, as `run --migrate` does. The shared files are never written.
@@ -29,16 +30,16 @@ const pct = (before, after) => (before === 0 ? "0%" : `${Math.round((100 * (afte
 export async function benchNative() {
   const { runSession } = await dist("pipeline/run.js");
   const { loadSession } = await dist("session/session.js");
-  const { convertToLlm, projectBranch } = await dist("context/projection.js");
+  const { projectBranch } = await dist("context/projection.js");
   const { renderBranch } = await dist("render/render.js");
-  const { estimateMessageTokens } = await dist("compact/estimate.js");
+  const { contextSize } = await dist("context/size.js");
   const { defaultConfig } = await dist("config/config.js");
   const { continueFolder, peekHeader } = await dist("session/locate.js");
   const tmp = mkdtempSync(path.join(tmpdir(), "condense-bench-native-"));
   const saved = process.env.PI_CODING_AGENT_DIR;
   process.env.PI_CODING_AGENT_DIR = path.join(tmp, "agent");
   const config = defaultConfig();
-  const tokens = (messages) => convertToLlm(messages).reduce((t, m) => t + estimateMessageTokens(m), 0);
+  const tokens = (messages) => contextSize(messages).tokens;
   const run = (file, target) =>
     runSession(
       file,

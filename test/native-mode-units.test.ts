@@ -18,7 +18,7 @@ import { protectionTest } from "../src/prune/protect.js";
 import { planContextEdits } from "../src/render/context-edits.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { runCli } from "./cli-harness.js";
-import { FIXTURES, HEX8, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
+import { FIXTURES, HEX8, importPiCompaction, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
 
 const NOW = "2026-02-01T00:00:00.000Z";
 const SHAPES = path.join(FIXTURES, "native-mode-shapes.jsonl");
@@ -165,23 +165,26 @@ describe("run --target pi on native-mode-shapes.jsonl", () => {
   });
 });
 
-describe("metrics on a native file: stock Pi's reduction next to the extension's", () => {
-  it("before is Pi's projection without condense's edits; piOnly.after is what Pi alone sends", async () => {
+describe("metrics: stock Pi's context now → after run, next to the extension's", () => {
+  it("predicts what run --target pi leaves stock Pi (Pi's own estimate), and reports nothing left to save afterwards", async () => {
     const tmp = makeTempDir("native-metrics");
     try {
       const file = path.join(tmp.dir, "shapes.jsonl");
       copyFileSync(SHAPES, file);
+      // No settings: `run` would write for stock Pi (auto), and metrics plans its "after" that way.
       const env = { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: path.join(tmp.dir, "agent") };
-      const asExtension = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
-      // Nothing pruned yet: both are the projection as it is.
-      expect(asExtension.piOnly).toEqual({ before: asExtension.before, after: asExtension.before, reclaimedTokens: 0, reclaimedPct: 0 });
+      const { estimateTokens } = await importPiCompaction();
+      const piTokens = (messages: unknown[]) => messages.reduce<number>((t, m) => t + estimateTokens(m), 0);
+      const renderPiOnly = async () => JSON.parse((await runCli(["render", file, "--as", "pi-only", "--format", "json", "--quiet"], env)).stdout);
+      const now = piTokens(await renderPiOnly());
+      const planned = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
+      expect(planned.piOnly.before.tokens).toBe(now);
+      expect(planned.piOnly.reclaimedPct).toBeGreaterThan(50);
+      expect(Math.abs(planned.piOnly.reclaimedPct - planned.reclaimedPct)).toBeLessThanOrEqual(5);
       expect((await runCli(["run", file, "--target", "pi", "--quiet"], env)).code).toBe(0);
-      const m = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
-      const piOnly = JSON.parse((await runCli(["render", file, "--as", "pi-only", "--format", "json", "--quiet"], env)).stdout);
-      expect(m.piOnly.before).toEqual(m.before);
-      expect(m.piOnly.after).toEqual({ messages: piOnly.length, chars: JSON.stringify(piOnly).length, tokens: Math.round(JSON.stringify(piOnly).length / 4) });
-      expect(m.piOnly.reclaimedPct).toBeGreaterThan(60);
-      expect(Math.abs(m.piOnly.reclaimedPct - m.reclaimedPct)).toBeLessThanOrEqual(5);
+      expect(piTokens(await renderPiOnly())).toBe(planned.piOnly.after.tokens);
+      const after = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
+      expect(after.piOnly).toEqual({ before: planned.piOnly.after, after: planned.piOnly.after, reclaimedTokens: 0, reclaimedPct: 0 });
     } finally {
       tmp.cleanup();
     }
