@@ -25,8 +25,9 @@ export async function metricsTask(path: string, options: MetricsTaskOptions): Pr
   const tokenizer = await loadTokenizer(options.tokenizer);
   const view = sessionView(session, options.config);
   // "After" is after the run `condense run` would make: for the target it would pick (auto).
-  const afterRun = await renderAfterRun(view.fork(), undefined, runFor("auto", session.path, session.header?.cwd));
-  const metrics = computeSessionMetrics(view, afterRun, tokenizer);
+  const planned = runFor("auto", session.path, session.header?.cwd);
+  const afterRun = await renderAfterRun(view.fork(), undefined, planned);
+  const metrics = computeSessionMetrics(view, afterRun, tokenizer, planned.target);
   metrics.warnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${path}: ${p.message}`)];
   return metrics;
 }

@@ -21,6 +21,12 @@ import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
 export type { ContextSize };
 
+/** Whom a run writes for, as `pipeline/target.ts` decides it: stock Pi too (`pi`), or the extension only. */
+export interface RunTargetShown {
+  used: "extension" | "pi";
+  reason: string;
+}
+
 /** A context before → after, and what that saves. */
 export interface ContextChange {
   before: ContextSize;
@@ -78,6 +84,8 @@ export interface SessionMetrics {
    * figures `run` reports: with the extension switched on, and stock Pi's, without it (`piOnly`).
    */
   context: ContextChange & { piOnly: ContextChange };
+  /** Whom `run` would write for on this session (the plan behind "after": `pipeline/target.ts`), and why. */
+  target: RunTargetShown;
   reportedUsage: ReportedUsage | null;
   index: {
     records: number;
@@ -186,8 +194,14 @@ function indexSummary(indexer: ToolCallIndexer): SessionMetrics["index"] {
  * @param afterRun the render of the session after `run` (`pipeline/render.ts` `renderAfterRun`): its
  *   `afterAgent` is what Pi sends with the extension, its `beforeAgent` what stock Pi sends
  * @param tokenizer token estimate for every "tokens" figure (default Pi's ceil(chars / 4) per message)
+ * @param target whom the run behind `afterRun` wrote for
  */
-export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, tokenizer: Tokenizer = CHARS4): SessionMetrics {
+export function computeSessionMetrics(
+  view: MetricsInput,
+  afterRun: Rendered,
+  tokenizer: Tokenizer = CHARS4,
+  target: RunTargetShown = { used: "extension", reason: "--target extension" },
+): SessionMetrics {
   const { session, branch, indexer } = view;
   const where = (e: SessionEntry) => lineOf(session, e);
   const entryTypes: Record<string, number> = {};
@@ -218,6 +232,7 @@ export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, to
     toolResults,
     ...health,
     context: { ...change(before, after), piOnly },
+    target,
     reportedUsage: reportedUsageOf(lastUsage, lastUsage ? where(lastUsage.entry) : null),
     index: indexSummary(indexer),
     diagnostics,

@@ -8,6 +8,7 @@ import { loadConfig, setKey } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
 import { budgetSession } from "../../pipeline/budget.js";
 import { renderAfterRun } from "../../pipeline/render.js";
+import { runFor } from "../../pipeline/target.js";
 import { sessionView } from "../../pipeline/view.js";
 import { budgetChart } from "../../report/budget-chart.js";
 import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
@@ -77,8 +78,8 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     for (const model of report.summary.unknownModels) {
       out.warn(`${session.path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
     }
-    // The context Pi sends now and after `run` (deterministic summarizer): the figures run and metrics print.
-    const afterRun = await renderAfterRun(view.fork());
+    // The context Pi sends now and after `run` (deterministic summarizer, for the target run would pick): the figures run and metrics print.
+    const afterRun = await renderAfterRun(view.fork(), undefined, runFor("auto", session.path, session.header?.cwd));
     const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(afterRun.afterAgent) };
     const label = sessionLabel(session);
     if (options.json) {
