@@ -178,6 +178,20 @@ describe("budget chart", () => {
     ]);
   });
 
+  it("maxWidth takes bars away until every line, labels included, fits", () => {
+    const rows = Array.from({ length: 80 }, (_, i) => row(i + 1, 1_000 * (i + 1) ** 2, "none"));
+    const wide = budgetChart(rows, { width: 80 });
+    expect(Math.max(...wide.map((l) => l.length))).toBe(86); // "6.4M ┤" + 80 bars
+    for (const maxWidth of [86, 80, 60, 33]) {
+      const lines = budgetChart(rows, { width: 80, maxWidth });
+      const longest = Math.max(...lines.map((l) => l.length));
+      expect(longest).toBeLessThanOrEqual(maxWidth);
+      // Bucketing takes whole turns per column: 80 turns in 40 columns of 2, 27 of 3.
+      expect(longest).toBeGreaterThan(maxWidth / 2);
+    }
+    expect(budgetChart(rows, { width: 80, maxWidth: 86 })).toEqual(wide);
+  });
+
   it("buckets turns into at most `width` columns (maximum per bucket)", () => {
     const rows = Array.from({ length: 10 }, (_, i) => row(i + 1, (i + 1) * 10_000, "none"));
     const lines = budgetChart(rows, { width: 5, height: 2 });

@@ -91,7 +91,7 @@ describe("bash", () => {
   });
 
   it("completes subcommands, and session files for the default command", () => {
-    expect(bashComplete(["condense", "re"])).toEqual(["render"]);
+    expect(bashComplete(["condense", "re"])).toEqual(["render", "report"]);
     expect(bashComplete(["condense", "in"])).toEqual(["install-skill"]);
     expect(bashComplete(["condense", ""]).sort()).toEqual(["a session.jsonl", "b.jsonl", "sub", ...registered].sort());
   });

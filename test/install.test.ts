@@ -4,7 +4,7 @@
  * `npm install -g --prefix <tmp>` of that tarball puts a working `condense` on PATH, which — run
  * from a folder outside the checkout — prints its version, condenses a copy of the example session,
  * recovers a pruned output byte-exact (by --session, by Pi's session folder from the session's cwd,
- * and by $PI_SESSION_FILE), and prints the same metrics as the in-process CLI.
+ * and by $PI_SESSION_FILE), and prints the same metrics and report as the in-process CLI.
  * Dependencies come from the npm cache `npm ci` filled (`--prefer-offline`); no audit, no fund.
  */
 import { execFileSync, spawnSync, type SpawnSyncReturns } from "node:child_process";
@@ -165,6 +165,20 @@ describe("npm pack + npm install -g of the tarball", () => {
     expect(json.sessions[0].context.after).toEqual(run.context.after);
     const inProcess = await runCli(["metrics", session, "--json"]);
     expect(json).toEqual(JSON.parse(inProcess.stdout));
+  });
+
+  it("report --html from the installed binary inlines the installed uPlot and embeds what the in-process CLI reports", async () => {
+    const session = path.join(tmp.dir, "report.jsonl");
+    cpSync(path.join(FIXTURES, "example-session.jsonl"), session);
+    const page = path.join(tmp.dir, "report.html");
+    const env = { CONDENSE_NOW: "2026-01-01T12:00:00.000Z" };
+    const r = condense(["report", session, "--html", page], tmp.dir, env);
+    expect(r.status, r.stderr).toBe(0);
+    const html = readFileSync(page, "utf8");
+    expect(html).toContain(readFileSync(path.join(prefix, "lib/node_modules/condense/node_modules/uplot/dist/uPlot.iife.min.js"), "utf8"));
+    const embedded = /<script type="application\/json" id="condense-report">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "";
+    const inProcess = await runCli(["report", session, "--json"], env);
+    expect(JSON.parse(embedded)).toEqual(JSON.parse(inProcess.stdout));
   });
 
   it("install-skill and completion work from the installed binary", () => {

@@ -14,6 +14,7 @@ import { registerInstallSkill } from "./commands/install-skill.js";
 import { registerMetrics } from "./commands/metrics.js";
 import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
+import { registerReport } from "./commands/report.js";
 import { registerRun } from "./commands/run.js";
 import { packageVersion } from "./version.js";
 
@@ -49,6 +50,7 @@ export function buildProgram(exit: ExitState): Command {
   registerMetrics(program, exit);
   registerBudget(program, exit);
   registerCompact(program, exit);
+  registerReport(program, exit);
   registerInstallSkill(program, exit);
   registerCompletion(program, exit);
   return program;

@@ -130,6 +130,46 @@ export function contextBeforeRequests(branch: SessionEntry[]): RequestEstimate[]
   return out;
 }
 
+/**
+ * Pi's per-message estimate of the whole context through each assistant request of a recorded
+ * branch (root → leaf), in branch order: the sum of {@link estimateMessageTokens} over Pi's
+ * projection of the branch up to and including that assistant message, the system messages
+ * replaced by their replay, no usage trusted — the span a provider's `totalTokens` counts (the
+ * request's input and its output). Linear; the prefix is projected again only at the first
+ * request after a compaction or context edit.
+ */
+export function estimatesThroughRequests(branch: SessionEntry[]): RequestEstimate[] {
+  const out: RequestEstimate[] = [];
+  let nonSystem = 0;
+  let system: AgentMessage[] = [];
+  let systemTokens = 0;
+  let stale = false;
+  const add = (message: AgentMessage) => {
+    if (message.role !== "system") {
+      nonSystem += estimateMessageTokens(message);
+      return;
+    }
+    system.push(message);
+    const replay = getCurrentSystemMessage(system);
+    systemTokens = replay ? estimateMessageTokens(replay as AgentMessage) : 0;
+  };
+  for (let i = 0; i < branch.length; i++) {
+    const entry = branch[i];
+    if (entry.type === "context_edit" || entry.type === "compaction") stale = true;
+    else if (!stale) for (const message of entryToMessages(entry)) add(message);
+    if (!assistantOf(entry)) continue;
+    if (stale) {
+      nonSystem = 0;
+      system = [];
+      systemTokens = 0;
+      for (const projected of projectEntries(branch.slice(0, i + 1))) for (const message of projected.messages) add(message);
+      stale = false;
+    }
+    out.push({ index: i, entryId: entry.id, tokens: systemTokens + nonSystem });
+  }
+  return out;
+}
+
 /** A place where Pi would have compacted on its own while the session was recorded. */
 export interface PiCompactionPoint extends RequestEstimate {
   /** `threshold`: before this request; `overflow`: after this failed request. */

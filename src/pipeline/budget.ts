@@ -38,3 +38,8 @@ export async function budgetSession(view: SessionView, options: BudgetSessionOpt
     contextWindow ?? (provider && model ? (registryWindow(provider, model) ?? null) : null);
   return { report: withPiCompaction(budget, view.branch, pi.settings, windowOf, (e) => lineOf(session, e)), warnings: pi.warnings };
 }
+
+/** A warning per model of the report that pi-ai's registry does not know (its turns have no window). */
+export function unknownModelWarnings(path: string, report: Pick<PiCompactionReport, "summary">): string[] {
+  return report.summary.unknownModels.map((model) => `${path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
+}

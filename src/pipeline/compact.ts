@@ -17,8 +17,8 @@ import type { Session } from "../session/session.js";
 import { sessionModelRef } from "../summarize/model-resolve.js";
 import { nowMs } from "../util/clock.js";
 import { CondenseError } from "../util/errors.js";
-import { planCompaction, type SummarizeFn } from "./compact-plan.js";
-import { compactReport, type CompactFileResult, type WindowSource } from "./compact-report.js";
+import { planCompaction, type CompactionPlan, type SummarizeFn } from "./compact-plan.js";
+import { compactReport, type CompactFacts, type CompactFileResult, type WindowSource } from "./compact-report.js";
 import { sessionView } from "./view.js";
 
 /** Everything a compaction of one file needs; structured-cloneable (worker threads get a copy). */
@@ -61,7 +61,7 @@ async function contextWindowOf(session: Session, override: number | undefined): 
  */
 async function summaryFor(
   session: Session,
-  options: CompactSessionOptions,
+  options: CompactPlanningOptions,
   runtime: CompactRuntime,
   pi: SessionCompactionSettings,
 ): Promise<{ name: string; summarize: SummarizeFn }> {
@@ -80,6 +80,39 @@ async function summaryFor(
   return { name: "deterministic", summarize: async (prep) => ({ text: localSummary(prep, context) }) };
 }
 
+/** What planning needs: the options that are not about writing. */
+export type CompactPlanningOptions = Pick<CompactSessionOptions, "instructions" | "ifOver" | "contextWindow" | "flags" | "summarizer">;
+
+/** A planned compaction and the facts its report states besides the plan. */
+export interface PlannedCompaction {
+  plan: CompactionPlan;
+  facts: Pick<CompactFacts, "summarizer" | "model" | "settingsFiles" | "contextWindow" | "contextWindowFrom">;
+  /** Settings files that could not be read. */
+  warnings: string[];
+}
+
+/**
+ * Plan the compaction of a loaded session, nothing written: Pi's settings for its project (its
+ * header cwd), its model's window, the summary (zero-model, or Pi's requests through a model).
+ * @throws UsageError for bad settings or an unusable model; whatever the summary request throws
+ */
+export async function planSessionCompaction(session: Session, options: CompactPlanningOptions, runtime: CompactRuntime = {}): Promise<PlannedCompaction> {
+  const pi = sessionCompactionSettings(session, options.flags);
+  const { window, from } = await contextWindowOf(session, options.contextWindow);
+  const summary = await summaryFor(session, options, runtime, pi);
+  // The pruning configuration as every command reads it: the context before → after is measured as they measure it.
+  const plan = await planCompaction(sessionView(session, loadConfig()), {
+    settings: pi.settings,
+    summarize: summary.summarize,
+    contextWindow: window,
+    ifOver: options.ifOver,
+    customInstructions: options.instructions,
+    nowIso: new Date(nowMs()).toISOString(),
+  });
+  const facts = { summarizer: summary.name, model: pi.model, settingsFiles: pi.files, contextWindow: window, contextWindowFrom: from };
+  return { plan, facts, warnings: pi.warnings };
+}
+
 /**
  * Compact one session file.
  * @throws UsageError (exit 2) for an unusable or refused file (v1/v2 without --migrate, existing
@@ -95,33 +128,18 @@ export async function compactSession(file: string, options: CompactSessionOption
   if (runtime.signal?.aborted) throw interrupted();
   const { session, migration, base } = await openForWrite(file, options, (m) => warnings.push(m));
   path = session.path;
-  // Pi's settings for the session's project (its header cwd).
-  const pi = sessionCompactionSettings(session, options.flags);
-  warnings.push(...pi.warnings);
-  const { window, from } = await contextWindowOf(session, options.contextWindow);
-  const summary = await summaryFor(session, options, runtime, pi);
-  // The pruning configuration as every command reads it: the context before → after is measured as they measure it.
-  const plan = await planCompaction(sessionView(session, loadConfig()), {
-    settings: pi.settings,
-    summarize: summary.summarize,
-    contextWindow: window,
-    ifOver: options.ifOver,
-    customInstructions: options.instructions,
-    nowIso: new Date(nowMs()).toISOString(),
-  }).catch((error) => {
+  const planned = await planSessionCompaction(session, options, runtime).catch((error) => {
     throw runtime.signal?.aborted ? interrupted() : error;
   });
+  warnings.push(...planned.warnings);
+  const { plan } = planned;
   if (runtime.signal?.aborted) throw interrupted();
   const write =
     plan.entry && !options.dryRun
       ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }, { op: "compact" })
       : null;
   return compactReport(session, plan, {
-    summarizer: summary.name,
-    model: pi.model,
-    settingsFiles: pi.files,
-    contextWindow: window,
-    contextWindowFrom: from,
+    ...planned.facts,
     migration,
     dryRun: options.dryRun,
     written: write?.written ?? null,

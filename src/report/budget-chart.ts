@@ -2,7 +2,8 @@
  * A small terminal chart for `condense budget`: tokens per tool-using turn as vertical bars (eighth
  * blocks), the budget level drawn across, and a marker line under the turns where a trigger fires
  * (`B` budget, `D` delta; a `C` line below marks where Pi itself would have auto-compacted). Turns
- * are bucketed (maximum per bucket) when there are more than `width`.
+ * are bucketed (maximum per bucket) when there are more than `width`; with `maxWidth`, fewer
+ * columns are drawn until every line, the axis labels included, fits that many terminal columns.
  */
 import type { BudgetRow } from "./budget.js";
 
@@ -11,6 +12,8 @@ const BLOCKS = [" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"];
 export interface ChartOptions {
   /** Columns for the bars (default 60). */
   width?: number;
+  /** Terminal columns every line must fit, labels included (the bars get fewer columns to fit). */
+  maxWidth?: number;
   /** Rows for the bars (default 8). */
   height?: number;
   /** Per row: Pi would have auto-compacted at this turn (a `C` on a line of its own under the marks). */
@@ -25,12 +28,27 @@ export function shortTokens(n: number): string {
 }
 
 /**
- * Lines of the chart (no trailing newline; empty when no row has tokens). Pure: no colors.
+ * Lines of the chart (no trailing newline; empty when no row has tokens). Pure: no colors. Every
+ * character drawn takes one terminal column, so a line's length is its width.
  */
 export function budgetChart(rows: BudgetRow[], options: ChartOptions = {}): string[] {
-  const width = Math.max(1, options.width ?? 60);
+  let width = Math.max(1, options.width ?? 60);
   const height = Math.max(2, options.height ?? 8);
   if (!rows.some((r) => r.tokens !== null)) return [];
+  let lines = drawChart(rows, width, height, options.piMarks);
+  // Bucketing can change the axis labels, so narrow until it fits (a label is at most a few columns).
+  for (let tries = 0; options.maxWidth !== undefined && tries < 4; tries++) {
+    const over = Math.max(...lines.map((l) => l.length)) - options.maxWidth;
+    const axis = lines[height];
+    const bars = axis.length - axis.indexOf("└") - 1;
+    if (over <= 0 || bars === 1) break;
+    width = Math.max(1, bars - over);
+    lines = drawChart(rows, width, height, options.piMarks);
+  }
+  return lines;
+}
+
+function drawChart(rows: BudgetRow[], width: number, height: number, piMarks: boolean[] | undefined): string[] {
   const perColumn = Math.max(1, Math.ceil(rows.length / width));
   const columns: { tokens: number | null; level: number | null; mark: string; pi: boolean }[] = [];
   for (let i = 0; i < rows.length; i += perColumn) {
@@ -41,7 +59,7 @@ export function budgetChart(rows: BudgetRow[], options: ChartOptions = {}): stri
       tokens: known.length ? Math.max(...known) : null,
       level: levels.length ? Math.min(...levels) : null,
       mark: bucket.some((r) => r.trigger === "budget") ? "B" : bucket.some((r) => r.trigger === "delta") ? "D" : " ",
-      pi: !!options.piMarks?.slice(i, i + perColumn).some(Boolean),
+      pi: !!piMarks?.slice(i, i + perColumn).some(Boolean),
     });
   }
   const top = Math.max(...columns.map((c) => Math.max(c.tokens ?? 0, c.level ?? 0)), 1);

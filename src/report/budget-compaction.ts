@@ -1,9 +1,10 @@
 /**
  * Pi's own auto-compaction next to the pruning triggers in `condense budget` (issue 14): per
  * tool-using turn, Pi's estimate of the context before that turn's request, and the turn at which
- * Pi would have compacted (compact/trigger.ts: `window − reserveTokens`, or an overflow error).
+ * Pi would have compacted (compact/trigger.ts: `window − reserveTokens`, or an overflow error);
+ * also Pi's estimate from the messages alone through that turn, to set beside the reported usage.
  */
-import { contextBeforeRequests, piCompactionPoints, type PiCompactionPoint } from "../compact/trigger.js";
+import { contextBeforeRequests, estimatesThroughRequests, piCompactionPoints, type PiCompactionPoint } from "../compact/trigger.js";
 import type { CompactionSettings } from "../compact/settings.js";
 import type { SessionEntry } from "../session/types.js";
 import type { BudgetReport, BudgetRow } from "./budget.js";
@@ -11,6 +12,11 @@ import type { BudgetReport, BudgetRow } from "./budget.js";
 export interface PiCompactionRow extends BudgetRow {
   /** Pi's estimate of the context before this turn's request (tokens). */
   piTokens: number | null;
+  /**
+   * Pi's per-message estimate of its projection through this turn's assistant message, no usage
+   * trusted (tokens): the same span as `tokens` (the request's input and output), from the messages alone.
+   */
+  estimateTokens: number | null;
   /** Set on the turn where Pi would have compacted: before its request (`threshold`) or after it failed (`overflow`). */
   piCompaction: "threshold" | "overflow" | null;
 }
@@ -39,12 +45,18 @@ export function withPiCompaction(
   const estimates = contextBeforeRequests(branch);
   const points = piCompactionPoints(branch, settings, windowOf, estimates);
   const tokensOf = new Map(estimates.map((e) => [e.entryId, e.tokens]));
+  const estimateOf = new Map(estimatesThroughRequests(branch).map((e) => [e.entryId, e.tokens]));
   const pointOf = new Map(points.map((p) => [p.entryId, p]));
   const turnOf = new Map(report.rows.map((r) => [r.entryId, r.turn]));
   return {
     ...report,
     compaction: settings,
-    rows: report.rows.map((r) => ({ ...r, piTokens: tokensOf.get(r.entryId) ?? null, piCompaction: pointOf.get(r.entryId)?.reason ?? null })),
+    rows: report.rows.map((r) => ({
+      ...r,
+      piTokens: tokensOf.get(r.entryId) ?? null,
+      estimateTokens: estimateOf.get(r.entryId) ?? null,
+      piCompaction: pointOf.get(r.entryId)?.reason ?? null,
+    })),
     summary: {
       ...report.summary,
       piCompactions: points.map(({ index, ...p }) => ({ ...p, turn: turnOf.get(p.entryId) ?? null, line: lineOf(branch[index]) })),

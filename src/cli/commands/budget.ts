@@ -6,7 +6,7 @@
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
-import { budgetSession } from "../../pipeline/budget.js";
+import { budgetSession, unknownModelWarnings } from "../../pipeline/budget.js";
 import { renderAfterRun } from "../../pipeline/render.js";
 import { runFor } from "../../pipeline/target.js";
 import { sessionView } from "../../pipeline/view.js";
@@ -75,9 +75,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const view = sessionView(session, config);
     const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
-    for (const model of report.summary.unknownModels) {
-      out.warn(`${session.path}: model ${model} is not in pi-ai's registry; its turns have no window (pass --context-window N)`);
-    }
+    for (const w of unknownModelWarnings(session.path, report)) out.warn(w);
     // The context Pi sends now and after `run` (deterministic summarizer, for the target run would pick): the figures run and metrics print.
     const afterRun = await renderAfterRun(view.fork(), undefined, runFor("auto", session.path, session.header?.cwd));
     const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(afterRun.afterAgent) };
@@ -190,13 +188,18 @@ function formatBudget(head: string[], context: { before: ContextSize; after: Con
   return lines.join("\n");
 }
 
-/** The chart of tokens per turn, at most 80 columns wide (less on a narrower terminal). */
+/**
+ * The chart of tokens per turn: at most 80 bars, and every line — axis labels included — within
+ * `width` terminal columns (no limit when output is piped without COLUMNS: nothing is cut).
+ */
 function chartLines(report: PiCompactionReport, width: number): string[] {
-  const chartWidth = Math.max(20, Math.min(80, width - 10));
-  const plot = budgetChart(report.rows, { width: chartWidth, piMarks: report.rows.map((r) => r.piCompaction !== null) });
+  const maxWidth = Number.isFinite(width) ? width : undefined;
+  const plot = budgetChart(report.rows, { width: 80, maxWidth, piMarks: report.rows.map((r) => r.piCompaction !== null) });
   if (plot.length === 0) return [];
-  const per = report.rows.length > chartWidth ? `, ${Math.ceil(report.rows.length / chartWidth)} turns per column` : "";
-  return ["", wrapWords(`tokens per tool-using turn (─ budget level${per}; B budget, D delta, C Pi compacts)`, width), ...plot];
+  const axis = plot.find((l) => l.includes("└")) ?? "";
+  const bars = axis.length - axis.indexOf("└") - 1;
+  const per = report.rows.length > bars ? `, ${Math.ceil(report.rows.length / bars)} turns per column` : "";
+  return ["", wrapWords(`tokens per tool-using turn (─ budget level${per})`, width), wrapWords("B budget, D delta, C Pi compacts", width), ...plot];
 }
 
 /** Where Pi itself would have auto-compacted, in one line. */

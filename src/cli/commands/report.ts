@@ -1,0 +1,181 @@
+/**
+ * `condense report <session...>`: a picture of each session — context per turn as the provider
+ * reported it and as estimated, recorded compactions and model switches, where the pruning triggers
+ * and Pi's own auto-compaction would fire, the context before → after `run` (with the extension and
+ * as stock Pi sends it) and after `compact`, the largest tool outputs with their refs — as one
+ * self-contained HTML page (`--html FILE`), as JSON (`--json`, `condense.report/1`), or as a table.
+ * Nothing is written to the sessions; no model is called.
+ */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { Option, type Command } from "commander";
+import { loadConfig } from "../../config/config.js";
+import { reportPage, type ChartLibrary } from "../../report/html-page.js";
+import { REPORT_SCHEMA, reportTotals, sectionAnchors, type ReportDocument, type SessionReport } from "../../report/session-report.js";
+import { resolveSessionArgs } from "../../session/locate.js";
+import { writeFileAtomic } from "../../session/sidecars.js";
+import { UsageError } from "../../util/errors.js";
+import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { formatBytes, n, percentChange, shortCount } from "../format.js";
+import { Output, sessionLabels, wrapWords } from "../output.js";
+import type { Column } from "../table.js";
+import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, tokensFlag, withConfigOptions } from "../options.js";
+import { REPORT_TASK_MODULE, reportTask, type ReportTaskOptions } from "../report-task.js";
+import { packageVersion } from "../version.js";
+
+interface ReportOptions extends CommonOptions, ConfigFlags {
+  html?: string;
+  jobs?: string;
+  top?: string;
+  contextWindow?: string;
+  reserveTokens?: string;
+}
+
+/** The chart library bundled into the page: uPlot's browser build and stylesheet, from its installed package. */
+export function chartLibrary(): ChartLibrary {
+  const require = createRequire(import.meta.url);
+  const read = (file: string) => readFileSync(require.resolve(`uplot/dist/${file}`), "utf8");
+  return { script: read("uPlot.iife.min.js"), style: read("uPlot.min.css") };
+}
+
+export function registerReport(program: Command, exit: ExitState): void {
+  const cmd = program
+    .command("report")
+    .description("a picture of sessions: context per turn, where pruning and compaction fire, what run and compact would save (HTML, JSON or a table)")
+    .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
+    .option("--html <file>", "write one self-contained HTML page (no network needed to view it); - for stdout")
+    .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
+    .option("--top <n>", "largest tool outputs listed per session", "10")
+    .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
+    .option("--reserve-tokens <n>", "compaction.reserveTokens for Pi's own auto-compaction (default: Pi's settings, else 16384)");
+  withConfigOptions(cmd).addHelpText(
+    "after",
+    "\nThe figures are those of `metrics --json`, `budget --json`, `run --dry-run --json` and `compact --dry-run --json`\n" +
+      "(run with the deterministic summarizer, compact with the zero-model summary). Exit codes: 0; 1 a session\n" +
+      "failed (the others are still reported); 2 usage error.\n" +
+      "\nExamples:\n  condense report session.jsonl --html report.html\n  condense report ~/.pi/agent/sessions/ --html archive.html\n  condense report session.jsonl --json",
+  );
+  withCommonOptions(cmd).action(async (args: string[], options: ReportOptions) => {
+    const out = new Output(options);
+    if (options.html === "-" && options.json) throw new UsageError("--html - and --json both write to stdout; give --html a file");
+    const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
+    const top = positiveInt("--top", options.top, 10);
+    const contextWindow = options.contextWindow === undefined ? undefined : positiveInt("--context-window", options.contextWindow, 0);
+    const taskOptions: ReportTaskOptions = {
+      config: loadConfig(configSources(options)),
+      top,
+      contextWindow,
+      reserveTokens: tokensFlag("--reserve-tokens", options.reserveTokens),
+    };
+    // The library is read before any work, so a broken install fails at once.
+    const library = options.html !== undefined ? chartLibrary() : null;
+    const files = await resolveSessionArgs(args);
+    const outcomes = await forEachSession(files, jobs, out, "report", (file) => reportTask(file, taskOptions), {
+      module: REPORT_TASK_MODULE,
+      fn: "reportTask",
+      options: taskOptions,
+    });
+    const { results, failures } = splitOutcomes(outcomes);
+    if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
+    for (const r of results) for (const w of r.warnings) out.warn(w);
+    for (const f of failures) out.error(f.error);
+    const doc = reportDocument(results, failures);
+    if (library && options.html !== undefined) await writePage(doc, library, options.html, out);
+    if (options.json) out.printJson(doc);
+    else if (options.html === undefined && results.length > 0) out.print(formatTable(doc, out));
+  });
+}
+
+/** The document: sessions with their section anchors, totals, failures. */
+export function reportDocument(results: SessionReport[], failures: { session: string; error: string }[]): ReportDocument {
+  const anchors = sectionAnchors(results.map((r) => r.label));
+  const sessions = results.map((r, i) => ({ ...r, anchor: anchors[i] }));
+  return {
+    schema: REPORT_SCHEMA,
+    version: packageVersion(),
+    sessions,
+    totals: reportTotals(sessions, failures.length),
+    failures: failures.map(({ session, error }) => ({ session, error })),
+  };
+}
+
+/** Write the page atomically (never half-written), or to stdout for `-`. */
+async function writePage(doc: ReportDocument, library: ChartLibrary, file: string, out: Output): Promise<void> {
+  const page = reportPage(doc, library);
+  if (file === "-") {
+    out.write(page);
+    return;
+  }
+  const target = path.resolve(file);
+  try {
+    await writeFileAtomic(target, page);
+  } catch (error) {
+    throw new UsageError(`--html ${file}: cannot write the page: ${(error as Error).message}`);
+  }
+  const kb = Math.round(Buffer.byteLength(page) / 1024);
+  out.info(`wrote ${target} (${kb.toLocaleString("en-US")} KB, ${doc.sessions.length} session${doc.sessions.length === 1 ? "" : "s"})`);
+}
+
+/** The table's columns: every one, and the ones kept on a narrow terminal. */
+const WIDE: Column[] = [
+  { head: "session", fit: true, minWidth: 24 },
+  { head: "size", align: "right" },
+  { head: "peak reported", align: "right" },
+  { head: "run: extension", align: "right" },
+  { head: "run: stock Pi", align: "right" },
+  { head: "compact", align: "right" },
+  { head: "Pi compacts", align: "left" },
+  { head: "cost", align: "right" },
+];
+const COMPACT: Column[] = [
+  { head: "session", fit: true, minWidth: 16 },
+  { head: "now", align: "right" },
+  { head: "run: ext.", align: "right" },
+  { head: "stock Pi", align: "right" },
+  { head: "compact", align: "right" },
+];
+
+/** The table without a browser: one row per session, fitted to the terminal. */
+function formatTable(doc: ReportDocument, out: Output): string {
+  const labels = sessionLabels(doc.sessions);
+  const change = (before: number, after: number) => `${n(before)} → ${n(after)} (${percentChange(before, after)})`;
+  const wide = doc.sessions.map((s, i) => {
+    const [extension, stock, compact] = [
+      change(s.run.context.before.tokens, s.run.context.after.tokens),
+      change(s.run.context.piOnly.before.tokens, s.run.context.piOnly.after.tokens),
+      change(s.compact.context.before.tokens, s.compact.context.after.tokens),
+    ];
+    const pi = s.budget.summary.piCompactions;
+    const peak = s.budget.summary.peakTokens;
+    return [
+      labels[i],
+      formatBytes(s.bytes),
+      peak === null ? "—" : n(peak),
+      extension,
+      stock,
+      compact,
+      pi.length > 0 ? `turn ${pi.map((p) => p.turn ?? "—").join(", ")}` : "never",
+      `$${s.usage.cost.toFixed(2)}`,
+    ];
+  });
+  // Narrow: the size now, then each "after" with its change (stock Pi's against what stock Pi sends now).
+  const after = (before: number, value: number) => `${shortCount(value)} ${percentChange(before, value)}`;
+  const narrow = doc.sessions.map((s, i) => {
+    const { before, after: extension, piOnly } = s.run.context;
+    const c = s.compact.context;
+    return [
+      labels[i],
+      shortCount(before.tokens),
+      after(before.tokens, extension.tokens),
+      after(piOnly.before.tokens, piOnly.after.tokens),
+      after(c.before.tokens, c.after.tokens),
+    ];
+  });
+  const { text } = out.fitted([
+    { columns: WIDE, rows: wide },
+    { columns: COMPACT, rows: narrow },
+  ]);
+  const legend = "~tokens Pi sends now → after run (with the extension, and stock Pi) and after compact · condense report --html FILE draws them per turn";
+  return `${text}\n${out.c.dim(wrapWords(legend, out.width))}`;
+}
