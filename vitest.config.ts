@@ -14,6 +14,9 @@ export default defineConfig({
       // extension installed and switched on, nothing else — never the developer's real ~/.pi/agent.
       // So `run --target auto` writes for the extension here; native-mode tests ask for `--target pi`.
       PI_CODING_AGENT_DIR: fileURLToPath(new URL("./test/pi-agent", import.meta.url)),
+      // No summary cache unless a test asks for one (with its own CONDENSE_CACHE_DIR): tests count
+      // model requests, and the developer's cache folder is never touched.
+      CONDENSE_CACHE: "off",
     },
   },
 });

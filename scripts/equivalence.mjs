@@ -20,7 +20,8 @@
 //   then, on a fresh copy, render --dry-run --json and run --json with other settings (agent-message
 //   batching, rolling window 0, no trivial skip); then, on another fresh copy (builds that have it),
 //   compact --dry-run --json, compact --json keeping 1000 tokens (and the bytes it wrote), render
-//   --format json after it, and a second compact --json.
+//   --format json after it, and a second compact --json; then (builds that have it) undo --json, whether
+//   the file is back to its bytes before the compaction, and a second undo --json.
 // v1/v2 copies get --migrate. Wall times (`wallMs`) are removed from the captured JSON, and the
 // undo record's write id, inode, device and times from the files written beside the session.
 import { execFileSync } from "node:child_process";
@@ -175,7 +176,7 @@ function recordedRefs(file) {
  * a dry run with Pi's defaults, a compaction that keeps 1000 tokens (small sessions have something
  * to compact too), the bytes it wrote, the render after it, and a second compact (already compacted).
  */
-async function captureCompact(main, source, dir, save, migrate) {
+async function captureCompact(main, source, dir, save, migrate, hasUndo) {
   mkdirSync(dir, { recursive: true });
   const file = path.join(dir, path.basename(source));
   copyFileSync(source, file);
@@ -189,6 +190,21 @@ async function captureCompact(main, source, dir, save, migrate) {
   save("25-render-after-compact-json.txt", await cli(main, ["render", "--format", "json", file]));
   utimesSync(file, OLD_MTIME, OLD_MTIME);
   save("26-compact-again.txt", await cli(main, ["compact", "--json", "--keep-recent-tokens", "1000", ...migrate, file], { json: true }));
+  if (!hasUndo) return;
+  // Builds with `undo`: it removes the compaction again (write id and times left out), to the byte.
+  const undone = await cli(main, ["undo", "--json", file], { json: true });
+  save("27-undo.txt", undone.replace(/"(writeId|startedAt|committedAt)": "[^"]*"/g, '"$1": "…"'));
+  // A v1/v2 copy was migrated in place first: undo leaves the migration (its backup holds the original).
+  const undoneTo = Number(/"sizeAfter": (\d+)/.exec(undone)?.[1] ?? -1);
+  const expected = undoneTo < 0 ? after : migrate.length > 0 ? after.subarray(0, undoneTo) : before;
+  const what =
+    undoneTo < 0
+      ? "nothing to undo (compact wrote no entry): the file as compact left it"
+      : migrate.length > 0
+        ? "the migrated bytes before the compaction entry"
+        : "the bytes before the compaction";
+  save("28-undo-bytes.txt", `${what}: ${readFileSync(file).equals(expected) ? "yes" : "no"}\n`);
+  save("29-undo-again.txt", await cli(main, ["undo", "--json", file], { json: true }));
 }
 
 /** Capture every command over every input with the build in `dist`, into `outDir`. */
@@ -206,6 +222,7 @@ async function capture(outDir, dist) {
   const { main } = await import(pathToFileURL(entry).href);
   // Builds from before `compact` existed capture everything else.
   const hasCompact = existsSync(path.join(dist, "pipeline/compact.js"));
+  const hasUndo = existsSync(path.join(dist, "pipeline/undo.js"));
   rmSync(outDir, { recursive: true, force: true });
   mkdirSync(outDir, { recursive: true });
   const list = inputs(ROOT);
@@ -268,7 +285,7 @@ async function capture(outDir, dist) {
     const tail = changed.subarray(0, plain.length).equals(plain) ? changed.subarray(plain.length) : null;
     save("21-variant-run-bytes.txt", tail ? `appended ${tail.length} bytes\n${tail}` : `rewritten, ${changed.length} bytes\n${changed}`);
 
-    if (hasCompact) await captureCompact(main, source, path.join(work, "compact"), save, migrate);
+    if (hasCompact) await captureCompact(main, source, path.join(work, "compact"), save, migrate, hasUndo);
   }
   if (process.stderr.isTTY) process.stderr.write("\n");
   process.chdir(ROOT);

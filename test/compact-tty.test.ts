@@ -3,7 +3,6 @@
  * stderr says which model is summarizing; Ctrl-C stops the request, exits 130 and leaves the
  * session untouched (no entry, no lock left behind).
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -11,19 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
 import { copyInto, FIXTURES } from "./helpers.js";
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
-
-const tmux = (...args: string[]) => spawnSync("tmux", args, { encoding: "utf8" });
-const hasTmux = tmux("-V").status === 0;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function waitFor(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (Date.now() < until) {
-    if (check()) return;
-    await sleep(100);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
+import { hasTmux, tmux, waitFor } from "./tty-support.js";
 
 describe.skipIf(!hasTmux)("compact in a terminal", () => {
   let server: Awaited<ReturnType<typeof startFakeLlmServer>>;

@@ -38,6 +38,19 @@ describe.skipIf(!present)("run, render --stats, metrics and budget agree on befo
     // An old mtime: `run` must not take the copy for a session Pi is writing.
     utimesSync(copy, new Date("2025-01-01"), new Date("2025-01-01"));
     const migrate = /\.v1\.|hookmessage/.test(name) ? ["--migrate"] : [];
+    if (name === HEADERLESS) {
+      // Pi cannot open it: every read-only command fails on it, with the same reason.
+      for (const args of [
+        ["render", copy, "--stats"],
+        ["metrics", copy],
+        ["budget", copy],
+      ]) {
+        const r = await runCli(...args);
+        expect(r.code, args[0]).toBe(1);
+        expect(r.stderr, args[0]).toContain(`${copy}: no session header`);
+      }
+      return;
+    }
     const render: { context: { before: Size; after: Size } } = await json("render", copy, "--stats", "--format", "json");
     const metrics: { sessions: { context: { before: Size; after: Size } }[] } = await json("metrics", copy, "--json", "--jobs", "1");
     const budget: { context: { before: Size; after: Size } } = await json("budget", copy, "--json");
@@ -46,7 +59,6 @@ describe.skipIf(!present)("run, render --stats, metrics and budget agree on befo
     expect(metrics.sessions[0].context.before).toEqual(expected.before);
     expect(metrics.sessions[0].context.after).toEqual(expected.after);
     expect(budget.context).toEqual(expected);
-    if (name === HEADERLESS) return; // `run` and `compact` refuse a file Pi cannot open
     // compact measures the context it starts from the same way.
     const compact: { sessions: { context: { before: Size } }[] } = await json("compact", copy, "--dry-run", "--json", ...migrate);
     expect(compact.sessions[0].context.before).toEqual(expected.before);

@@ -81,7 +81,7 @@ describe("condense run --model through the local server", () => {
     expect(code).toBe(0);
     const report = JSON.parse(stdout).sessions[0];
     expect(report.summarizer).toBe("local/m1");
-    expect(report.usage).toEqual({ input: 3000, output: 300, cost: expect.closeTo(0.0042, 12), calls: 3 });
+    expect(report.usage).toEqual({ input: 3000, output: 300, cost: expect.closeTo(0.0042, 12), calls: 3, reused: { cache: 0, session: 0 } });
     const stats = readFileSync(copy, "utf8")
       .trim()
       .split("\n")

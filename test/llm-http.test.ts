@@ -91,6 +91,7 @@ describe.each(APIS)("$name streaming API", ({ model, api, auth, expectedAuth }) 
       ok: true,
       text: defaultAnswer(request.user),
       usage: { input, output, cost: expect.closeTo((input * 3 + output * 15) / 1e6, 12) },
+      model,
     });
     expect((result as { text: string }).text).toMatch(
       /^- \[\[1:bash\]\] ran bash \(call 1, batch [0-9a-f]{8}\)\n- \[\[2:read\]\] ran read \(call 2, batch [0-9a-f]{8}\)$/,

@@ -320,7 +320,7 @@ describe("options and cancellation", () => {
     const output = usages.reduce((n, u) => n + u.output, 0);
     expect(usages).toHaveLength(3);
     expect(input).toBeGreaterThan(0);
-    expect(plan.report.usage).toEqual({ input, output, cost: 0, calls: 3 });
+    expect(plan.report.usage).toEqual({ input, output, cost: 0, calls: 3, reused: { cache: 0, session: 0 } });
     expect(customOf(plan, "context-prune-stats")[0].data).toEqual({
       totalInputTokens: input,
       totalOutputTokens: output,
@@ -363,7 +363,7 @@ describe("options and cancellation", () => {
     });
     const footer = "\n\n---\nAlso pruned here: `t2`.";
     const result = await summarizerFor(faux).fuseRange([`- \`t1\` a${footer}\n${RECOVERY_HINT}`, `- \`t4\` b${HINT}`]);
-    expect(result).toEqual({ ok: true, text: "Found the discount bug (`t1`, `t2`) and fixed it (`t4`).", usage: expect.any(Object) });
+    expect(result).toEqual({ ok: true, text: "Found the discount bug (`t1`, `t2`) and fixed it (`t4`).", usage: expect.any(Object), model: "p/m" });
     expect(seen).toBe(`<step-summaries>\n- \`t1\` a${footer}\n\n- \`t4\` b\n</step-summaries>`);
   });
 });

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
 import { projectBranch } from "../src/context/projection.js";
 import { openSession } from "../src/session/open.js";
+import { loadSession } from "../src/session/session.js";
 import { computeContextMetrics, chainSpan } from "../src/report/context-metrics.js";
 import { findDiagnostics } from "../src/report/diagnostics.js";
 import { renderAfterRun } from "../src/pipeline/render.js";
@@ -261,7 +262,11 @@ describe("metrics over every shared session", () => {
   const files = readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl"));
 
   it.each(files)("%s", async (name) => {
-    const session = await openSession(path.join(SHARED_SESSIONS, name), "read");
+    // gjc-01 has no header: Pi refuses it, and so does every read-only command (below); the metrics
+    // themselves are still computed on what the file holds.
+    const session = name.startsWith("gjc-01")
+      ? await loadSession(path.join(SHARED_SESSIONS, name))
+      : await openSession(path.join(SHARED_SESSIONS, name), "read");
     const m = await metricsOfSession(session);
     expect(m.largestChainSharePct).toBeGreaterThanOrEqual(0);
     expect(m.largestChainSharePct).toBeLessThanOrEqual(100);
@@ -279,6 +284,18 @@ describe("metrics over every shared session", () => {
       .filter((x) => x.role === "assistant" && Array.isArray(x.content))
       .flatMap((x) => (x as { content: { type: string; thinking?: string }[] }).content.filter((b) => b.type === "thinking"));
     expect(m.openCycleThinkingTokens).toBeLessThanOrEqual(Math.ceil(all.map((b) => b.thinking ?? "").join("").length / 4));
+  });
+
+  it("gjc-01 (no header, Pi refuses it): a failure for that file — exit 1, a failures entry, no row", async () => {
+    const file = path.join(SHARED_SESSIONS, "gjc-01-youtube-transcript-extraction.v3.jsonl");
+    const message = `${file}: no session header: the first entry (line 1, a "message" entry) should be {"type":"session","id",...}; Pi refuses to open such a file`;
+    await expect(openSession(file, "read")).rejects.toMatchObject({ exitCode: 1, message });
+    const r = await runCli("metrics", file, "--json");
+    expect(r.code).toBe(1);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.sessions).toEqual([]);
+    expect(doc.failures).toEqual([{ session: file, error: message }]);
+    expect(doc.totals.failed).toBe(1);
   });
 
   it("gjc-02's three results whose calls sat on the broken line are orphans", async () => {

@@ -10,7 +10,7 @@ import stringWidth from "string-width";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fittedTable, outputWidth } from "../src/cli/table.js";
 import { buildCli } from "./built-cli.js";
-import { sharedSessionFiles } from "./helpers.js";
+import { HEADERLESS_SHARED, sharedSessionFiles } from "./helpers.js";
 import { copyInto, runCliWith, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 
 const present = existsSync(SHARED_SESSIONS);
@@ -71,7 +71,7 @@ describe.skipIf(!present)("at COLUMNS=80, over every shared session", () => {
 
   it("metrics: no table line wider than 80", async () => {
     const r = await at80("metrics", tmp.dir, "--jobs", "2");
-    expect(tableLines(r.stdout).length).toBe(files.length + 4 + 1);
+    expect(tableLines(r.stdout).length).toBe(files.length - 1 + 4 + 1); // rows (gjc-01, which Pi cannot open, is a failure), borders and head, totals
     expect(widest(tableLines(r.stdout).join("\n"))).toBeLessThanOrEqual(80);
   });
 
@@ -81,7 +81,8 @@ describe.skipIf(!present)("at COLUMNS=80, over every shared session", () => {
     expect(widest(tableLines(r.stdout).join("\n"))).toBeLessThanOrEqual(80);
   });
 
-  it.each(files)("budget %s: no line of the table or the chart wider than 80", async (name) => {
+  // gjc-01 has no header: budget fails on it (Pi cannot open it), so it has no table.
+  it.each(files.filter((f) => f !== HEADERLESS_SHARED))("budget %s: no line of the table or the chart wider than 80", async (name) => {
     const r = await at80("budget", copies[files.indexOf(name)]);
     expect(r.code).toBe(0);
     const lines = budgetTable(r.stdout);

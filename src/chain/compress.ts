@@ -25,7 +25,7 @@ import type { AgentMessage, SessionEntry, ToolResultMessage } from "../session/t
 import type { NewEntry } from "../session/types.js";
 import { summarizeDeterministically } from "../summarize/deterministic.js";
 import { withoutRecoveryHint } from "../summarize/refs.js";
-import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import type { ReuseCounts, Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { addUsage, zeroUsage } from "../summarize/usage.js";
 import { detectChains, type ChainRange } from "./detect.js";
 import { rangeResolver, resolveRange } from "./resolve.js";
@@ -73,8 +73,10 @@ export interface CompressResult {
   /** Chains left raw because a result in them shares its occurrence key with another result. */
   ambiguous: number;
   usage: SummarizerUsage;
-  /** Model calls made for fusion (0 with the deterministic summarizer). */
+  /** Model calls made for fusion (0 with the deterministic summarizer; answers reused not counted). */
   modelCalls: number;
+  /** Fusion answers reused instead of asking the model. */
+  reused: ReuseCounts;
 }
 
 /** The key a chain's calls are looked up by: occurrence keys when it has results, else bare ids. */
@@ -314,6 +316,9 @@ async function fuseRanges(bodiesOf: string[][], options: CompressOptions): Promi
   return Promise.all(fusions.map((f) => (f ? f.catch((e: unknown): SummarizerResult => ({ ok: false, kind: "transient", reason: String(e) })) : null)));
 }
 
+/** What separates a chain body from the calls no summary covers (named after it). */
+export const UNCOVERED_HEADING = "\n\nNot summarized in this span:\n";
+
 /** The shared state of one compression: the projected context, the index, the options, the result. */
 interface Compression {
   items: ChainSourceItem[];
@@ -335,17 +340,18 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
   const { indexer, result } = c;
   const local = c.options.summarizer.local;
   let body: string | undefined;
+  if (answer?.ok && answer.reused) result.reused[answer.reused]++;
+  else if (answer?.ok && !local) result.modelCalls++;
   if (answer?.ok && answer.text.trim() !== "") {
     body = answer.text;
     result.rangesSummarized++;
-    if (!local) result.modelCalls++;
-  } else if (answer?.ok && !local) result.modelCalls++;
+  }
   const uncovered = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared);
   if (uncovered.length === 0) return body;
   const shown = uncovered.map((r) => ({ ...r }));
   backfillRecords(uncovered, indexer, c.options, result, backfill);
   const calls = shown.map((r, i) => chainCall(r, indexer.shortRefFor(recordKeyOf(uncovered[i])), r.timestamp));
-  return `${body ?? bodies.map(withoutRecoveryHint).join("\n\n")}\n\nNot summarized in this span:\n${describeCalls(calls)}`;
+  return `${body ?? bodies.map(withoutRecoveryHint).join("\n\n")}${UNCOVERED_HEADING}${describeCalls(calls)}`;
 }
 
 /**
@@ -418,6 +424,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     ambiguous: 0,
     usage: zeroUsage(),
     modelCalls: 0,
+    reused: { cache: 0, session: 0 },
   };
   const messages = items.map((i) => i.message);
   const { chains, waiting, ambiguous } = chainsToCompress(messages, indexer, options);

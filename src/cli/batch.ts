@@ -18,6 +18,7 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
+import type { ExitState } from "./options.js";
 import type { Output } from "./output.js";
 
 export interface FileOutcome<T> {
@@ -27,6 +28,19 @@ export interface FileOutcome<T> {
   error?: string;
   /** Exit code the failure asks for (1 runtime, 2 unusable input). */
   exitCode?: number;
+  /** Ctrl-C came first: the file was interrupted or never started, and nothing was written to it. */
+  untouched?: true;
+}
+
+/** Options of {@link forEachSession}. */
+export interface BatchOptions {
+  /** Worker-thread variant of the work (CPU-bound commands); see {@link RemoteTask}. */
+  remote?: RemoteTask;
+  /**
+   * Ctrl-C ({@link interruptOnSigint}): once aborted no file is started, in-flight files end as
+   * the work decides (an exit-130 failure counts as untouched), and worker threads are told to stop.
+   */
+  signal?: AbortSignal;
 }
 
 /** Per-file work a worker thread can run: `import(module)[fn](path, options)`. */
@@ -67,15 +81,86 @@ export function positiveInt(name: string, value: string | undefined, fallback: n
   return n;
 }
 
-/** The results of the files that succeeded, and the failures with the exit code each asks for. */
-export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): { results: T[]; failures: { session: string; error: string; exitCode: number }[] } {
+/**
+ * The results of the files that succeeded, the failures with the exit code each asks for, and the
+ * files Ctrl-C left untouched (interrupted or never started: nothing was written to them).
+ */
+export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): {
+  results: T[];
+  failures: { session: string; error: string; exitCode: number }[];
+  untouched: string[];
+} {
   const results: T[] = [];
   const failures: { session: string; error: string; exitCode: number }[] = [];
+  const untouched: string[] = [];
   for (const o of outcomes) {
-    if (o.result !== undefined) results.push(o.result);
-    if (o.error !== undefined) failures.push({ session: o.path, error: o.error, exitCode: o.exitCode ?? 1 });
+    if (o.untouched) untouched.push(o.path);
+    else if (o.result !== undefined) results.push(o.result);
+    else if (o.error !== undefined) failures.push({ session: o.path, error: o.error, exitCode: o.exitCode ?? 1 });
   }
-  return { results, failures };
+  return { results, failures, untouched };
+}
+
+/**
+ * The one line an interrupted batch ends with: `interrupted: 3 of 9 sessions done, 1 failed,
+ * 5 untouched (nothing was written to them); run the same command again to continue`.
+ * @param counts `done` = sessions that finished (written or with nothing to do)
+ */
+export function interruptedLine(counts: { done: number; failed: number; untouched: number }): string {
+  const total = counts.done + counts.failed + counts.untouched;
+  const failed = counts.failed > 0 ? `, ${counts.failed} failed` : "";
+  return (
+    `interrupted: ${counts.done} of ${total} sessions done${failed}, ${counts.untouched} untouched (nothing was written to them); ` +
+    "run the same command again to continue"
+  );
+}
+
+/** What `--json` says about an interrupted batch: counts, and the files nothing was written to. */
+export interface InterruptedJson {
+  done: number;
+  failed: number;
+  untouched: string[];
+}
+
+/** What `--json` reports about an interrupted batch (the document's `interrupted` field). */
+export function interruptedJson(split: { results: unknown[]; failures: unknown[]; untouched: string[] }): InterruptedJson {
+  return { done: split.results.length, failed: split.failures.length, untouched: split.untouched };
+}
+
+/**
+ * The line that ends an interrupted batch: for a single session `<file>: interrupted; nothing
+ * was written`, for several {@link interruptedLine}.
+ */
+export function interruptedMessage(split: { results: unknown[]; failures: unknown[]; untouched: string[] }, total: number): string {
+  if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted; nothing was written`;
+  return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length });
+}
+
+/**
+ * The end of a writing command over its files: the exit code (a single file's failure keeps its
+ * code — 2 for unusable input; with several, any failure is 1; after Ctrl-C, 130), the failures
+ * printed (not with `--json`), and what `--json` says about an interruption.
+ */
+export function settleBatch(
+  out: Output,
+  exit: ExitState,
+  split: ReturnType<typeof splitOutcomes>,
+  total: number,
+  signal: AbortSignal,
+): InterruptedJson | undefined {
+  const { failures } = split;
+  if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
+  if (!out.json) for (const f of failures) out.error(f.error);
+  if (!signal.aborted) return undefined;
+  exit.code = 130;
+  return interruptedJson(split);
+}
+
+/** An outcome for a file whose work ended: interrupted (exit 130 after Ctrl-C) counts as untouched. */
+function outcomeOf<T>(path: string, error: unknown, signal: AbortSignal | undefined): FileOutcome<T> {
+  const failure = failureOf(path, error);
+  if (signal?.aborted && failure.exitCode === 130) return { path, untouched: true };
+  return { path, ...failure };
 }
 
 /** A failure as an outcome: CondenseErrors keep their message and code, others are prefixed with the path. */
@@ -94,8 +179,9 @@ export function workerPoolAvailable(task: RemoteTask | undefined): task is Remot
 
 /**
  * Run `work` over every file with at most `jobs` at once; results come back in input order.
- * Failures are caught per file and reported in the outcome. With `remote` and `jobs` > 1 the work
- * is shared between this thread (`work`) and worker threads (`remote`), which must compute the same.
+ * Failures are caught per file and reported in the outcome. With `options.remote` and `jobs` > 1
+ * the work is shared between this thread (`work`) and worker threads, which must compute the same.
+ * After `options.signal` aborts, files not yet started come back `untouched`.
  */
 export async function forEachSession<T>(
   files: string[],
@@ -103,17 +189,19 @@ export async function forEachSession<T>(
   out: Output,
   label: string,
   work: (path: string) => Promise<T>,
-  remote?: RemoteTask,
+  options: BatchOptions = {},
 ): Promise<FileOutcome<T>[]> {
   const progress = new Progress(out, label, files.length);
+  const { remote, signal } = options;
   try {
     if (jobs > 1 && files.length > 1 && workerPoolAvailable(remote)) {
-      return await runInWorkers<T>(files, Math.min(jobs, files.length), remote, work, progress);
+      return await runInWorkers<T>(files, Math.min(jobs, files.length), remote, work, progress, signal);
     }
     const limit = pLimit(jobs);
     return await Promise.all(
       files.map((path) =>
         limit(async (): Promise<FileOutcome<T>> => {
+          if (signal?.aborted) return { path, untouched: true };
           progress.start(path);
           try {
             const result = await work(path);
@@ -121,7 +209,7 @@ export async function forEachSession<T>(
             return { path, result };
           } catch (error) {
             progress.finish(path, true);
-            return { path, ...failureOf(path, error) };
+            return outcomeOf(path, error, signal);
           }
         }),
       ),
@@ -189,7 +277,9 @@ type WorkerMessage =
 /**
  * The pool: `size - 1` worker threads plus this thread take file indices from one shared atomic
  * counter until the list is exhausted, so no executor waits for another to hand it work (this
- * thread's own work only delays the delivery of results, not the workers).
+ * thread's own work only delays the delivery of results, not the workers). On abort the counter
+ * jumps past the end (nobody takes another file) and every worker is sent `abort`, which aborts
+ * the signal its task gets as a third argument.
  */
 async function runInWorkers<T>(
   files: string[],
@@ -197,14 +287,22 @@ async function runInWorkers<T>(
   task: RemoteTask,
   work: (path: string) => Promise<T>,
   progress: Progress,
+  signal: AbortSignal | undefined,
 ): Promise<FileOutcome<T>[]> {
   const outcomes: FileOutcome<T>[] = new Array(files.length);
   const counter = new Int32Array(new SharedArrayBuffer(4));
   const take = () => Atomics.add(counter, 0, 1);
+  const workers: Worker[] = [];
+  const onAbort = () => {
+    Atomics.store(counter, 0, files.length);
+    for (const worker of workers) worker.postMessage({ type: "abort" });
+  };
+  signal?.addEventListener("abort", onAbort, { once: true });
 
   const runWorker = (): Promise<void> =>
     new Promise((resolve) => {
       const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options, files, counter } });
+      workers.push(worker);
       let current = -1;
       worker.on("message", (message: WorkerMessage) => {
         if (message.type === "start") {
@@ -212,7 +310,9 @@ async function runInWorkers<T>(
           progress.start(files[current]);
         } else if (message.type === "result" || message.type === "failure") {
           const path = files[message.id];
-          outcomes[message.id] = message.type === "result" ? { path, result: message.result as T } : { path, error: message.error, exitCode: message.exitCode };
+          if (message.type === "result") outcomes[message.id] = { path, result: message.result as T };
+          else if (signal?.aborted && message.exitCode === 130) outcomes[message.id] = { path, untouched: true };
+          else outcomes[message.id] = { path, error: message.error, exitCode: message.exitCode };
           progress.finish(path, message.type === "failure");
           current = -1;
         } else void worker.terminate();
@@ -233,7 +333,7 @@ async function runInWorkers<T>(
         outcomes[i] = { path, result: await work(path) };
         progress.finish(path, false);
       } catch (error) {
-        outcomes[i] = { path, ...failureOf(path, error) };
+        outcomes[i] = outcomeOf(path, error, signal);
         progress.finish(path, true);
       }
       // Let the workers' messages (and the spinner) through between files.
@@ -241,15 +341,35 @@ async function runInWorkers<T>(
     }
   };
 
-  await Promise.all([...Array.from({ length: size - 1 }, runWorker), runHere()]);
-  // Files a crashed worker had taken run here, one by one, so nothing is lost.
+  try {
+    await Promise.all([...Array.from({ length: size - 1 }, runWorker), runHere()]);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+  }
+  await runLeftovers(files, outcomes, work, signal);
+  return outcomes;
+}
+
+/**
+ * Files a crashed worker had taken run here, one by one, so nothing is lost (after Ctrl-C none is
+ * started: the ones nobody finished are untouched).
+ */
+async function runLeftovers<T>(
+  files: string[],
+  outcomes: FileOutcome<T>[],
+  work: (path: string) => Promise<T>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   for (let i = 0; i < files.length; i++) {
     if (outcomes[i]) continue;
+    if (signal?.aborted) {
+      outcomes[i] = { path: files[i], untouched: true };
+      continue;
+    }
     try {
       outcomes[i] = { path: files[i], result: await work(files[i]) };
     } catch (error) {
-      outcomes[i] = { path: files[i], ...failureOf(files[i], error) };
+      outcomes[i] = outcomeOf(files[i], error, signal);
     }
   }
-  return outcomes;
 }

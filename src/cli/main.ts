@@ -16,6 +16,7 @@ import { registerQuery } from "./commands/query.js";
 import { registerRender } from "./commands/render.js";
 import { registerReport } from "./commands/report.js";
 import { registerRun } from "./commands/run.js";
+import { registerUndo } from "./commands/undo.js";
 import { packageVersion } from "./version.js";
 
 /** Build the program; commands report their exit code through `exit`. */
@@ -50,6 +51,7 @@ export function buildProgram(exit: ExitState): Command {
   registerMetrics(program, exit);
   registerBudget(program, exit);
   registerCompact(program, exit);
+  registerUndo(program, exit);
   registerReport(program, exit);
   registerInstallSkill(program, exit);
   registerCompletion(program, exit);

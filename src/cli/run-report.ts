@@ -191,6 +191,23 @@ function keptLines(r: RunFileResult, out: Output): string[] {
 }
 
 /**
+ * `s.jsonl: 26 calls to p/m · 27,085 input + 438 output tokens · $0.0288 · 4 answers from the
+ * summary cache`, or null when no model was asked and nothing was reused.
+ */
+export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usage">): string | null {
+  const { calls, reused } = r.usage;
+  const reusedParts = [
+    reused.cache > 0 ? `${reused.cache} answer${reused.cache === 1 ? "" : "s"} from the summary cache` : "",
+    reused.session > 0 ? `${reused.session} summar${reused.session === 1 ? "y" : "ies"} reused from the session` : "",
+  ].filter((p) => p !== "");
+  if (calls === 0 && reusedParts.length === 0) return null;
+  const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
+  const asked =
+    calls > 0 ? `${calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}` : `no call to ${r.summarizer}`;
+  return `${r.session}: ${[asked, ...reusedParts].join(" · ")}`;
+}
+
+/**
  * The whole human report (stdout).
  * @param wallMs wall time of the whole command (not the sum of the sessions' times)
  */
@@ -210,10 +227,8 @@ export function formatRunReport(results: RunFileResult[], out: Output, wallMs: n
     ...targetLines(results, out),
   ];
   for (const r of results) {
-    if (r.usage.calls > 0) {
-      const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
-      lines.push(`${r.session}: ${r.usage.calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`);
-    }
+    const usage = usageLine(r);
+    if (usage) lines.push(usage);
     for (const f of r.failures) lines.push(out.c.red(`${r.session}: batch at turn ${f.turnIndex} stays raw: ${f.reason}`));
     lines.push(...keptLines(r, out));
   }

@@ -52,6 +52,8 @@ export interface CompactFileResult extends MigrationReport {
   written: string | null;
   bytesAppended: number;
   warnings: string[];
+  /** Dry runs: why the real run would refuse to write this session (it looks live; Pi or another process has it open). */
+  wouldRefuse?: string;
   wallMs: number;
 }
 
@@ -67,6 +69,7 @@ export interface CompactFacts {
   written: string | null;
   bytesAppended: number;
   warnings: string[];
+  wouldRefuse?: string;
   /** When the work on the session started (epoch ms). */
   started: number;
 }
@@ -121,6 +124,7 @@ export function compactReport(session: Session, plan: CompactionPlan, facts: Com
     bytesAppended: facts.bytesAppended,
     ...facts.migration,
     warnings: facts.warnings,
+    ...(facts.wouldRefuse ? { wouldRefuse: facts.wouldRefuse } : {}),
     wallMs: Date.now() - facts.started,
   };
 }

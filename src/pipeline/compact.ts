@@ -12,7 +12,7 @@ import { modelSummary } from "../compact/model-summary.js";
 import { sessionCompactionSettings, type CompactionSettings, type SessionCompactionSettings } from "../compact/settings.js";
 import { loadConfig } from "../config/config.js";
 import { loadModelRegistry, registryWindow } from "../report/budget.js";
-import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
+import { commitRun, openForWrite, refuseIfOpenNow, type WriteOptions } from "../session/commit.js";
 import type { Session } from "../session/session.js";
 import { sessionModelRef } from "../summarize/model-resolve.js";
 import { nowMs } from "../util/clock.js";
@@ -126,7 +126,7 @@ export async function compactSession(file: string, options: CompactSessionOption
   let path = file;
   const interrupted = () => new CondenseError(`${path}: interrupted; nothing was written`, 130);
   if (runtime.signal?.aborted) throw interrupted();
-  const { session, migration, base } = await openForWrite(file, options, (m) => warnings.push(m));
+  const { session, migration, base, refusal } = await openForWrite(file, options, (m) => warnings.push(m));
   path = session.path;
   const planned = await planSessionCompaction(session, options, runtime).catch((error) => {
     throw runtime.signal?.aborted ? interrupted() : error;
@@ -134,6 +134,7 @@ export async function compactSession(file: string, options: CompactSessionOption
   warnings.push(...planned.warnings);
   const { plan } = planned;
   if (runtime.signal?.aborted) throw interrupted();
+  if (plan.entry && !options.dryRun) await refuseIfOpenNow(session, options);
   const write =
     plan.entry && !options.dryRun
       ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }, { op: "compact" })
@@ -145,6 +146,7 @@ export async function compactSession(file: string, options: CompactSessionOption
     written: write?.written ?? null,
     bytesAppended: write?.bytesAppended ?? 0,
     warnings,
+    wouldRefuse: refusal,
     started,
   });
 }

@@ -9,7 +9,7 @@ import type { BatchOutcome, FlushResult } from "../prune/flush.js";
 import type { ContextEditKind, ContextEditPlan } from "../render/context-edits.js";
 import type { Rendered } from "../render/render.js";
 import { contextSize, type ContextSize } from "../context/size.js";
-import type { SummarizerUsage } from "../summarize/types.js";
+import type { ReuseCounts, SummarizerUsage } from "../summarize/types.js";
 import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
 import type { AgentMessage } from "../session/types.js";
@@ -64,7 +64,8 @@ export interface RunReport {
    * on (`before`, `after`), and stock Pi's, without it (`piOnly`).
    */
   context: { before: ContextSize; after: ContextSize; piOnly: { before: ContextSize; after: ContextSize } };
-  usage: SummarizerUsage & { calls: number };
+  /** Model calls made and what they used; `reused`: answers taken from the summary cache or from summaries already in the session instead. */
+  usage: SummarizerUsage & { calls: number; reused: ReuseCounts };
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
   sidecars: number;
@@ -132,7 +133,11 @@ export function runReport(facts: RunFacts): RunReport {
       after: contextSize(facts.after.afterAgent),
       piOnly: { before: contextSize(facts.before.beforeAgent), after: contextSize(facts.piOnlyAfter) },
     },
-    usage: { ...sumUsage(flush.usage, chains?.usage), calls: flush.modelCalls + (chains?.modelCalls ?? 0) },
+    usage: {
+      ...sumUsage(flush.usage, chains?.usage),
+      calls: flush.modelCalls + (chains?.modelCalls ?? 0),
+      reused: { cache: flush.reused.cache + (chains?.reused.cache ?? 0), session: flush.reused.session + (chains?.reused.session ?? 0) },
+    },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
     sidecars: facts.sidecars,
@@ -178,7 +183,7 @@ export function idleRunReport(session: string, target: TargetDecision, capture: 
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
     context: { before: size, after: size, piOnly: { before: piOnly, after: piOnly } },
-    usage: { input: 0, output: 0, cost: 0, calls: 0 },
+    usage: { input: 0, output: 0, cost: 0, calls: 0, reused: { cache: 0, session: 0 } },
     failures: [],
     entriesAppended: 0,
     sidecars: 0,

@@ -7,11 +7,14 @@
 import { dirname } from "node:path";
 import type { PruneConfig } from "../config/config.js";
 import type { FlushProgress } from "../prune/flush.js";
-import { commitRun, openForWrite, type WriteOptions } from "../session/commit.js";
+import { commitRun, openForWrite, refuseIfOpenNow, type WriteOptions } from "../session/commit.js";
 import { sessionLabel, type SessionLabel } from "../session/label.js";
 import type { Session } from "../session/session.js";
 import { serializeAppend } from "../session/writer.js";
-import { createSummarizer } from "../summarize/select.js";
+import { emptyEstimate, type Estimate } from "../summarize/estimate.js";
+import { reusingSummarizer } from "../summarize/reuse.js";
+import { createEstimator, createSummarizer } from "../summarize/select.js";
+import type { Summarizer } from "../summarize/types.js";
 import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
 import { CondenseError } from "../util/errors.js";
@@ -19,6 +22,7 @@ import { idleReport } from "./pending.js";
 import { planRun, type RunPlan } from "./plan.js";
 import type { RunReport } from "./report.js";
 import { runFor, type TargetChoice } from "./target.js";
+import { describeStranded, type StrandedWrite, storedAnswers, strandedWrites } from "./stranded.js";
 import { sessionView } from "./view.js";
 
 export interface RunSessionOptions extends WriteOptions {
@@ -30,6 +34,17 @@ export interface RunSessionOptions extends WriteOptions {
   concurrency: number;
   /** Ctrl-C: in-flight summarizer calls abort and nothing is written (exit 130). */
   signal: AbortSignal;
+  /** `--estimate`: plan without calling any model, count what the model would be sent; nothing written. */
+  estimate?: boolean;
+}
+
+/** A stranded write as `--json` shows it. */
+export interface StrandedJson {
+  entries: number;
+  firstLine: number | null;
+  lastLine: number | null;
+  writtenAt: string;
+  displacedBy: StrandedWrite["displacedBy"];
 }
 
 /** Where `run` reports to while it works. */
@@ -67,7 +82,39 @@ export interface RunFileResult extends RunReport {
   warnings: string[];
   migratedFrom?: number;
   backup?: string;
+  /** Dry runs: why the real run would refuse to write this session (it looks live; Pi or another process has it open). */
+  wouldRefuse?: string;
+  /** Writes of an earlier run that a later Pi write left off the active branch (applied again by this run). */
+  stranded?: StrandedJson[];
+  /** With `--estimate`: what the model-backed run would send and cost. */
+  estimate?: Estimate;
   wallMs: number;
+}
+
+/**
+ * The summarizer of this run — the estimating one for `--estimate` — answering first from the
+ * summaries the stranded writes hold (reuse.ts), so the model is not asked for them again.
+ */
+async function summarizerFor(
+  session: Session,
+  options: RunSessionOptions,
+  hooks: RunHooks,
+  stranded: StrandedWrite[],
+  warnings: string[],
+): Promise<{ summarizer: Summarizer; estimator: { estimate: Estimate } | null }> {
+  const estimator = options.estimate ? await createEstimator(options.summarizer, options.config, session) : null;
+  const onNotice = (m: string) => {
+    warnings.push(`${session.path}: ${m}`);
+    hooks.notice(`${session.path}: ${m}`);
+  };
+  const chosen = estimator?.summarizer ?? (await createSummarizer(options.summarizer, options.config, session, { onNotice }));
+  const summarizer = stranded.length > 0 ? reusingSummarizer(chosen, storedAnswers(session, stranded)) : chosen;
+  return { summarizer, estimator };
+}
+
+/** A stranded write in `--json`: how many entries, where, when, and what took their place. */
+function strandedJson(w: StrandedWrite): StrandedJson {
+  return { entries: w.entries.length, firstLine: w.firstLine, lastLine: w.lastLine, writtenAt: w.writtenAt, displacedBy: w.displacedBy };
 }
 
 /**
@@ -88,11 +135,15 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     hooks.warn(message);
   };
   // Context edits name their targets by id, which Pi's own v1 migration would renumber.
-  const { session, migration, base } = await openForWrite(file, { ...options, idsNamed: options.target !== "extension" }, warn);
+  const { session, migration, base, refusal } = await openForWrite(file, { ...options, idsNamed: options.target !== "extension" }, warn);
   path = session.path;
   const label = sessionLabel(session);
   const targetPath = options.output ?? session.path;
   const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd);
+  const view = sessionView(session, options.config);
+  // Entries of an earlier run that a later Pi write left off the branch: said, and applied again.
+  const stranded = strandedWrites(session, view.indexer);
+  for (const w of stranded) warn(describeStranded(session, w, options.dryRun));
   const done = (report: RunReport, written: string | null, bytesAppended: number, plan?: RunPlan): RunFileResult => ({
     ...report,
     label,
@@ -102,19 +153,15 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     disk: diskGrowth(session, plan),
     warnings,
     ...migration,
+    ...(refusal ? { wouldRefuse: refusal } : {}),
+    ...(stranded.length > 0 ? { stranded: stranded.map(strandedJson) } : {}),
     wallMs: Date.now() - started,
   });
-  const view = sessionView(session, options.config);
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
   const idle = options.output ? null : idleReport(view, { target, recovery });
-  if (idle) return done(idle, null, 0);
-  const summarizer = await createSummarizer(options.summarizer, options.config, session, {
-    onNotice: (m) => {
-      warnings.push(`${session.path}: ${m}`);
-      hooks.notice(`${session.path}: ${m}`);
-    },
-  });
-  const progress = hooks.progress?.(summarizer.name, summarizer.local) ?? null;
+  if (idle) return options.estimate ? { ...done(idle, null, 0), dryRun: true, estimate: emptyEstimate(null) } : done(idle, null, 0);
+  const { summarizer, estimator } = await summarizerFor(session, options, hooks, stranded, warnings);
+  const progress = estimator ? null : (hooks.progress?.(summarizer.name, summarizer.local) ?? null);
   let plan: RunPlan;
   try {
     plan = await planRun(view, {
@@ -134,7 +181,9 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     progress?.stop();
   }
   if (options.signal.aborted) throw interrupted();
+  if (estimator) return { ...done(plan.report, null, 0, plan), dryRun: true, estimate: estimator.estimate };
   if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0, plan);
+  await refuseIfOpenNow(session, options);
   const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
   return done(plan.report, written, bytesAppended, plan);
 }

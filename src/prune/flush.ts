@@ -18,7 +18,7 @@ import { CondenseError } from "../util/errors.js";
 import { dedupAliasEntry, indexEntry, spillIndexEntries, summaryEntry } from "../entries/build.js";
 import type { NewEntry } from "../session/types.js";
 import { composeSummary } from "../summarize/refs.js";
-import type { Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
+import type { ReuseCounts, Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { addUsage, zeroUsage } from "../summarize/usage.js";
 import type { Batch, CapturedCall } from "./capture.js";
 import { contentHash } from "./content-hash.js";
@@ -77,8 +77,10 @@ export interface FlushResult {
   rawChars: number;
   summaryChars: number;
   usage: SummarizerUsage;
-  /** Model calls made (answers received, accepted or not). */
+  /** Model calls made (answers received, accepted or not; answers reused from the cache or the session not counted). */
   modelCalls: number;
+  /** Answers reused instead of asking the model. */
+  reused: ReuseCounts;
   processedBatches: number;
   /** Each summary entry among `entries` with the raw chars of the batch it replaces (what it may grow to). */
   summaryRoom: Map<NewEntry, number>;
@@ -229,7 +231,7 @@ class SummaryCalls {
     const { signal, summarizer } = this.options;
     if (signal?.aborted) return Promise.resolve({ ok: false, kind: "aborted", reason: "aborted" });
     const calls = plan.remaining.map((c) => ({ toolName: c.toolName, args: c.args, resultText: c.resultText, isError: c.isError }));
-    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls }, signal);
+    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls, keys: plan.remaining.map((c) => c.key) }, signal);
   }
 
   private settled(result: SummarizerResult): SummarizerResult {
@@ -293,6 +295,7 @@ class RealPass {
     summaryChars: 0,
     usage: zeroUsage(),
     modelCalls: 0,
+    reused: { cache: 0, session: 0 },
     processedBatches: 0,
     summaryRoom: new Map(),
   };
@@ -389,7 +392,8 @@ class RealPass {
       return { kind: "failed", summaryChars: 0, reason: `${answer.kind}: ${answer.reason}` };
     }
     const { indexer } = this;
-    if (!this.options.summarizer.local) this.result.modelCalls++;
+    if (answer.reused) this.result.reused[answer.reused]++;
+    else if (!this.options.summarizer.local) this.result.modelCalls++;
     const refs = plan.remaining.map((call, k) => indexer.previewRef(call, k));
     const text = composeSummary(
       answer.text,

@@ -9,7 +9,9 @@ import { existsSync, realpathSync } from "node:fs";
 import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
+import { readUndoRecords } from "./journal.js";
 import { formatWarning, openSession } from "./open.js";
+import { checkSessionOpen, refusalMessage } from "./pi-running.js";
 import { parseSessionText } from "./reader.js";
 import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
@@ -28,19 +30,57 @@ function unansweredAtLeaf(session: Session): number {
 }
 
 /**
- * Refuse a session Pi may be writing now: its last message has tool calls without results and the
- * file changed less than a minute ago (wall clock, not `CONDENSE_NOW`).
- * @throws CondenseError (exit 1) naming the calls and how long ago the file changed
+ * Why a session looks live — its last message has tool calls without results and the file changed
+ * less than a minute ago (wall clock, not `CONDENSE_NOW`) — or null.
  */
-export function refuseLiveSession(session: Session): void {
+export function liveSessionRefusal(session: Session): string | null {
   const waiting = unansweredAtLeaf(session);
-  if (waiting === 0 || Date.now() - session.mtimeMs >= LIVE_WINDOW_MS) return;
-  throw new CondenseError(
+  if (waiting === 0 || Date.now() - session.mtimeMs >= LIVE_WINDOW_MS) return null;
+  return (
     `${session.path}: the last message has ${waiting} tool call(s) still without a result and the file changed ` +
-      `${Math.round((Date.now() - session.mtimeMs) / 1000)} s ago — Pi may be running those tools now; ` +
-      "nothing was written. Run again once Pi is done, or pass --force",
-    1,
+    `${Math.round((Date.now() - session.mtimeMs) / 1000)} s ago — Pi may be running those tools now; ` +
+    "nothing was written. Run again once Pi is done, or pass --force"
   );
+}
+
+/**
+ * Why the session must not be written now, or null: it looks live ({@link liveSessionRefusal}), or
+ * Pi or another process has it open (pi-running.ts; not for `--output`, which leaves it alone).
+ * Warnings of the check (a Pi in the same folder, a platform where nothing can be checked) go to `warn`.
+ * @param fresh scan the open files anew (see pi-running.ts `checkSessionOpen`)
+ */
+export async function writeRefusal(
+  session: Session,
+  options: Pick<WriteOptions, "output">,
+  warn: (message: string) => void,
+  fresh = false,
+): Promise<string | null> {
+  const live = liveSessionRefusal(session);
+  if (live) return live;
+  if (options.output) return null;
+  const last = readUndoRecords(session.path).pop();
+  const check = await checkSessionOpen(
+    {
+      path: session.path,
+      cwd: typeof session.header?.cwd === "string" ? session.header.cwd : null,
+      mtimeMs: session.mtimeMs,
+      lastChangeByCondense: last !== undefined && last.postSize === session.size,
+    },
+    { fresh },
+  );
+  for (const w of check.warnings) warn(w);
+  return check.refusals.length > 0 ? refusalMessage(session.path, check) : null;
+}
+
+/**
+ * Right before a write: refuse (unless `force`) when Pi or another process has the session open
+ * now — minutes may have passed since it was opened (model calls).
+ * @throws CondenseError (exit 1) naming the process; nothing was written
+ */
+export async function refuseIfOpenNow(session: Session, options: Pick<WriteOptions, "force" | "output">): Promise<void> {
+  if (options.force || options.output) return;
+  const refusal = await writeRefusal(session, options, () => undefined, true);
+  if (refusal) throw new CondenseError(refusal, 1);
 }
 
 /**
@@ -152,23 +192,27 @@ export interface WriteOptions {
 
 /**
  * Open a session for a writing command (`run`, `compact`): through a symlink to the file it names
- * (as Pi does, with the blobs folder beside it), read and checked for writing, refused when Pi may
- * be writing it (unless `force` or `dryRun`), reader warnings passed to `warn`, migrated when asked
+ * (as Pi does, with the blobs folder beside it), read and checked for writing, reader warnings
+ * passed to `warn`, refused when Pi may be writing it or has it open ({@link writeRefusal}; not
+ * with `force`; with `dryRun` the refusal is returned as a prediction instead), migrated when asked
  * ({@link migrateIfAsked}), and an existing `--output` refused without `force`.
- * @throws UsageError (exit 2) for a file that cannot be written; CondenseError (exit 1) for a live session
+ * @returns the session to plan on, with `refusal`: what a real run would refuse (dry runs only)
+ * @throws UsageError (exit 2) for a file that cannot be written; CondenseError (exit 1) for a live
+ *   session or one that Pi or another process has open
  */
 export async function openForWrite(
   file: string,
   options: WriteOptions,
   warn: (message: string) => void,
-): Promise<{ session: Session; migration: MigrationReport; base?: Buffer }> {
+): Promise<{ session: Session; migration: MigrationReport; base?: Buffer; refusal?: string }> {
   const path = await realpath(file).catch(() => file);
   const opened = await openSession(path, "write");
-  if (!options.force && !options.dryRun) refuseLiveSession(opened);
   for (const w of opened.warnings) warn(formatWarning(w));
+  const refusal = options.force ? null : await writeRefusal(opened, options, warn);
+  if (refusal && !options.dryRun) throw new CondenseError(refusal, 1);
   const migrated = await migrateIfAsked(opened, options);
   if (options.output) refuseExistingOutput(options.output, options.force);
-  return migrated;
+  return refusal ? { ...migrated, refusal } : migrated;
 }
 
 /** What a planned run writes. */

@@ -3,7 +3,8 @@
  * names one point at which the process kills itself with SIGKILL, leaving on disk exactly what a
  * crash there leaves:
  * - `step:<name>` at a named step of the commit protocol (`journal-tmp`, `journal`, `sidecars:<n>`,
- *   `appended`, `fsynced`, `committed`, `lock-held`, `recover-truncated`);
+ *   `appended`, `fsynced`, `committed`, `lock-held`, `recover-truncated`, and `undo-truncated`
+ *   in `condense undo`);
  * - `append:<bytes>` after writing only the first `<bytes>` bytes of the append (a torn write).
  * The variable is read at each call, so in-process tests may set and clear it.
  */

@@ -220,7 +220,7 @@ class LineParser {
     const record = value as Record<string, unknown>;
     if (this.firstParsedIsHeader === null) {
       this.firstParsedIsHeader = record.type === "session" && typeof record.id === "string";
-      this.firstValue = { line: this.lineNo, what: `a ${JSON.stringify(record.type)} entry` };
+      this.firstValue = { line: this.lineNo, what: typeof record.type === "string" ? `a ${JSON.stringify(record.type)} entry` : 'an object without a "type"' };
       if (this.firstParsedIsHeader) {
         this.header = record as SessionHeader;
         return;

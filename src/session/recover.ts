@@ -44,7 +44,8 @@ export interface Settled {
   journal: JournalRecord | null;
 }
 
-function readRange(fd: number, start: number, end: number): Buffer {
+/** The bytes `[start, end)` of an open file (fewer when it ends sooner). */
+export function readRange(fd: number, start: number, end: number): Buffer {
   const buf = Buffer.allocUnsafe(Math.max(0, end - start));
   let off = 0;
   while (off < buf.length) {

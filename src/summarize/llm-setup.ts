@@ -6,12 +6,14 @@
  * here, before any file is touched. Loaded on demand: pi-ai's provider catalog is only read when a
  * model is asked for.
  */
+import { type Api, calculateCost, type Model } from "@earendil-works/pi-ai";
 import { join } from "node:path";
 import type { PruneConfig } from "../config/config.js";
 import type { Session } from "../session/session.js";
 import { agentDir } from "../session/locate.js";
 import { UsageError } from "../util/errors.js";
 import { readAuthFile, resolveHeaderValues, resolveProviderAuth, type StoredCredential } from "./credentials.js";
+import type { PricedModel } from "./estimate.js";
 import { createLlmSummarizer } from "./llm.js";
 import { ModelCatalog, formatModelRef, parseModelRef, sessionModelRef, type ModelRef } from "./model-resolve.js";
 import { modelHeaders, readModelsFile } from "./models-config.js";
@@ -76,6 +78,48 @@ async function prepareResolved(setup: ModelSetup, ref: ModelRef, what: string): 
 }
 
 /**
+ * The model a session is summarized with, and how it was chosen (`--model`, `summarizerModel`, or
+ * the session's own model for `default`).
+ * @throws UsageError for a bad reference, or `default` on a session that records no model
+ */
+export function summarizerModelRef(choice: SummarizerChoice, config: PruneConfig, session: Session): { ref: ModelRef; what: string } {
+  if (choice.model) return { ref: parseModelRef(choice.model, "--model"), what: "--model" };
+  if (config.summarizerModel !== "default") return { ref: parseModelRef(config.summarizerModel, "summarizerModel"), what: "summarizerModel" };
+  const sessionRef = sessionModelRef(session.branch);
+  if (sessionRef) return { ref: sessionRef, what: "the session's model" };
+  throw new UsageError(`${session.path}: the session records no model to summarize with (summarizerModel is "default"); name one with --model provider/id`);
+}
+
+/**
+ * The model a session would be summarized with, resolved in the catalog (auth.json and keys are not
+ * needed: `--estimate` calls no model).
+ * @throws UsageError for a bad reference, an unknown provider or model, an unusable models.json
+ */
+export function resolveSummarizerModel(choice: SummarizerChoice, config: PruneConfig, session: Session, env: NodeJS.ProcessEnv = process.env): PricedModel {
+  const dir = agentDir(env);
+  const catalog = ModelCatalog.load(readModelsFile(join(dir, "models.json")), join(dir, "models-store.json"));
+  const { ref, what } = summarizerModelRef(choice, config, session);
+  return pricedModel(catalog.resolve(ref, what));
+}
+
+/** A model with pi-ai's price per request (`calculateCost`, tiers included). */
+export function pricedModel(model: Model<Api>): PricedModel {
+  return {
+    name: formatModelRef(model),
+    priced: model.cost.input > 0 || model.cost.output > 0,
+    price: (input, output) =>
+      calculateCost(model, {
+        input,
+        output,
+        cacheRead: 0,
+        cacheWrite: 0,
+        totalTokens: input + output,
+        cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 },
+      }).total,
+  };
+}
+
+/**
  * Build the LLM summarizer for a session.
  * @throws UsageError when the model cannot be used: bad reference, unknown provider or model,
  *   missing API key (naming the environment variables pi-ai reads), OAuth-only credentials,
@@ -84,20 +128,7 @@ async function prepareResolved(setup: ModelSetup, ref: ModelRef, what: string): 
 export async function createModelSummarizer(choice: SummarizerChoice, config: PruneConfig, session: Session, deps: SummarizerDeps = {}): Promise<Summarizer> {
   const setup = loadModelSetup(deps.env ?? process.env);
   const sessionRef = sessionModelRef(session.branch);
-  let primaryRef: ModelRef;
-  let what: string;
-  if (choice.model) {
-    primaryRef = parseModelRef(choice.model, "--model");
-    what = "--model";
-  } else if (config.summarizerModel !== "default") {
-    primaryRef = parseModelRef(config.summarizerModel, "summarizerModel");
-    what = "summarizerModel";
-  } else if (sessionRef) {
-    primaryRef = sessionRef;
-    what = "the session's model";
-  } else {
-    throw new UsageError(`${session.path}: the session records no model to summarize with (summarizerModel is "default"); name one with --model provider/id`);
-  }
+  const { ref: primaryRef, what } = summarizerModelRef(choice, config, session);
   const primary = await prepareModel(setup, primaryRef, what);
 
   let fallback: RuntimeModel | null = null;

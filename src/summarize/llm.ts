@@ -29,7 +29,7 @@ import {
 } from "@earendil-works/pi-ai";
 import { performance } from "node:perf_hooks";
 import type { ThinkingSetting } from "../config/config.js";
-import { BATCH_INSTRUCTIONS, batchMessage, FUSION_INSTRUCTIONS, fusionMessage } from "./prompt.js";
+import { batchRequest, fusionRequest, type SummaryRequest } from "./prompt.js";
 import type { RetryPolicy, Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
 import { addUsage, hasUsage, sumUsage, zeroUsage } from "./usage.js";
 
@@ -110,6 +110,11 @@ interface Outcome {
   transient: boolean;
 }
 
+/** The reasoning level sent for a `summarizerThinking` setting: none for `default` and `off`. */
+export function sentThinking(setting: ThinkingSetting | undefined): ThinkingLevel | undefined {
+  return setting === undefined || setting === "default" || setting === "off" ? undefined : (setting as ThinkingLevel);
+}
+
 /** Build the LLM {@link Summarizer}. */
 export function createLlmSummarizer(options: LlmSummarizerOptions): Summarizer {
   return new LlmSummarizer(options);
@@ -132,23 +137,27 @@ class LlmSummarizer implements Summarizer {
     this.retry = { ...DEFAULT_RETRY, ...options.retry };
     const fb = options.fallback;
     this.fallback = fb && !(fb.provider === options.model.provider && fb.id === options.model.id) ? fb : null;
-    const t = options.thinking;
-    this.reasoning = t === undefined || t === "default" || t === "off" ? undefined : (t as ThinkingLevel);
+    this.reasoning = sentThinking(options.thinking);
     this.now = options.now ?? Date.now;
     this.cooldownMs = options.fallbackCooldownMs ?? FALLBACK_COOLDOWN_MS;
   }
 
+  /** The thinking level sent with every request (`off` when none is). */
+  get thinking(): string {
+    return this.reasoning ?? "off";
+  }
+
   summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult> {
-    return this.call(BATCH_INSTRUCTIONS, batchMessage(batch), signal);
+    return this.call(batchRequest(batch), signal);
   }
 
   fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult> {
-    return this.call(FUSION_INSTRUCTIONS, fusionMessage(bodies), signal);
+    return this.call(fusionRequest(bodies), signal);
   }
 
   /** Route one call through the configured model and, on a transient failure, the fallback. */
-  private async call(systemPrompt: string, userText: string, signal?: AbortSignal): Promise<SummarizerResult> {
-    const context: Context = { systemPrompt, messages: [{ role: "user", content: userText, timestamp: 0 }] };
+  private async call(request: SummaryRequest, signal?: AbortSignal): Promise<SummarizerResult> {
+    const context: Context = { systemPrompt: request.system, messages: [{ role: "user", content: request.user, timestamp: 0 }] };
     const primary = this.options.model;
     const fallback = this.fallback;
     if (!fallback) return (await this.attempt(primary, context, signal)).result;
@@ -215,7 +224,7 @@ class LlmSummarizer implements Summarizer {
       if (text.trim() === "") {
         return { result: withUsage({ ok: false, kind: "unusable", reason: `${modelName(model)}: empty answer` }), transient: false };
       }
-      return { result: withUsage({ ok: true, text }), transient: false };
+      return { result: withUsage({ ok: true, text, model: modelName(model) }), transient: false };
     }
   }
 

@@ -113,3 +113,19 @@ export function batchMessage(batch: SummaryBatch): string {
 export function fusionMessage(bodies: string[]): string {
   return `<step-summaries>\n${bodies.map(withoutRecoveryHint).join("\n\n")}\n</step-summaries>`;
 }
+
+/** A request as sent: the system prompt and the user message. */
+export interface SummaryRequest {
+  system: string;
+  user: string;
+}
+
+/** The request for one batch. */
+export function batchRequest(batch: SummaryBatch): SummaryRequest {
+  return { system: BATCH_INSTRUCTIONS, user: batchMessage(batch) };
+}
+
+/** The request fusing one chain's per-batch summaries. */
+export function fusionRequest(bodies: string[]): SummaryRequest {
+  return { system: FUSION_INSTRUCTIONS, user: fusionMessage(bodies) };
+}

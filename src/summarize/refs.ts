@@ -19,6 +19,21 @@ const ANY_LABEL = /\[\[\d+:[^\]\n]*\]\]\s*/g;
  * @param toolNames tool names of the batch's calls, in label order
  */
 export function substituteInlineRefs(text: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
+  return outsideFences(text, (line) => {
+    const replaced = line.replace(LEADING_LABEL, (_m, prefix: string, n: string, name: string) => {
+      const i = Number(n) - 1;
+      const expected = toolNames[i];
+      if (refs[i] && expected !== undefined && name.trim().toLowerCase() === expected.trim().toLowerCase()) {
+        return `${prefix}\`${refs[i].shortId}\` `;
+      }
+      return prefix;
+    });
+    return replaced.replace(ANY_LABEL, "");
+  });
+}
+
+/** `text` with `edit` applied to every line outside fenced code (fence lines and fenced lines kept). */
+function outsideFences(text: string, edit: (line: string) => string): string {
   let inFence = false;
   return text
     .split("\n")
@@ -27,16 +42,7 @@ export function substituteInlineRefs(text: string, refs: SummaryToolCallRef[], t
         inFence = !inFence;
         return line;
       }
-      if (inFence) return line;
-      const replaced = line.replace(LEADING_LABEL, (_m, prefix: string, n: string, name: string) => {
-        const i = Number(n) - 1;
-        const expected = toolNames[i];
-        if (refs[i] && expected !== undefined && name.trim().toLowerCase() === expected.trim().toLowerCase()) {
-          return `${prefix}\`${refs[i].shortId}\` `;
-        }
-        return prefix;
-      });
-      return replaced.replace(ANY_LABEL, "");
+      return inFence ? line : edit(line);
     })
     .join("\n");
 }
@@ -70,3 +76,27 @@ export function withRecoveryHint(text: string): string {
 export function withoutRecoveryHint(text: string): string {
   return text.replace(`${FOOTER_SEPARATOR}${RECOVERY_HINT}`, "").replace(`\n${RECOVERY_HINT}`, "");
 }
+
+/** The footer {@link summaryFooter} writes, at the end of a summary. */
+const TRAILING_FOOTER = /\n\n---\nAlso pruned here: `[^`\n]+`(?:, `[^`\n]+`)*\.$/;
+
+/**
+ * The inverse of {@link composeSummary}: a stored summary back as the answer it was composed from —
+ * the recovery hint and the footer removed, each line-leading ref `` `tN` `` (outside fenced code)
+ * turned back into its label `[[N:toolname]]`. Composing the result with the same refs gives the
+ * stored text again (without the hint, which a run adds once itself); with other refs, the same
+ * summary naming them. Used to reuse summaries already in a session (issue 16).
+ * @param refs the summary's refs, in label order; @param toolNames its tool names, in label order
+ */
+export function answerFromSummary(text: string, refs: SummaryToolCallRef[], toolNames: string[]): string {
+  const body = withoutRecoveryHint(text).replace(TRAILING_FOOTER, "");
+  const labelOf = new Map(refs.flatMap((r, i) => (toolNames[i] !== undefined ? [[r.shortId, `[[${i + 1}:${toolNames[i]}]]`] as const] : [])));
+  return outsideFences(body, (line) =>
+    line.replace(LEADING_REF, (m, prefix: string, ref: string) => {
+      const label = labelOf.get(ref);
+      return label ? `${prefix}${label} ` : m;
+    }),
+  );
+}
+
+const LEADING_REF = /^(\s*(?:[-*]\s+)?)`([^`\s]+)` /;

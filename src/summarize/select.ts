@@ -1,11 +1,15 @@
 /**
  * Choosing the summarizer (docs/design.md §3): deterministic unless a model is named by `--model`
  * or by a concrete `summarizerModel`; `--summarizer llm` with `default` uses the session's own model.
+ * A model-backed one answers through the summary cache (cache.ts) when the caller passes a store.
  * The model-backed summarizer is built by llm-setup.ts, loaded only when a model is asked for.
  */
 import type { PruneConfig } from "../config/config.js";
 import type { Session } from "../session/session.js";
+import { cachingSummarizer } from "./cache.js";
+import { summaryStore } from "./cache-store.js";
 import { deterministicSummarizer } from "./deterministic.js";
+import { emptyEstimate, type Estimate, estimatingSummarizer } from "./estimate.js";
 import { UsageError } from "../util/errors.js";
 import type { Summarizer, SummarizerChoice, SummarizerDeps } from "./types.js";
 
@@ -26,7 +30,9 @@ export async function createSummarizer(choice: SummarizerChoice, config: PruneCo
   if (summarizerKind(choice, config) === "deterministic") return deterministicSummarizer;
   const { createModelSummarizer } = await import("./llm-setup.js");
   try {
-    return await createModelSummarizer(choice, config, session, deps);
+    const summarizer = await createModelSummarizer(choice, config, session, deps);
+    const cache = deps.cache !== undefined ? deps.cache : summaryStore(choice.cache !== false);
+    return cache ? cachingSummarizer(summarizer, cache, deps.onNotice) : summarizer;
   } catch (error) {
     // When only the configuration asked for a model, say so: the user may not know it did.
     if (error instanceof UsageError && choice.kind === undefined && !choice.model) {
@@ -37,4 +43,25 @@ export async function createSummarizer(choice: SummarizerChoice, config: PruneCo
     }
     throw error;
   }
+}
+
+/**
+ * The summarizer of `run --estimate` and what it counts into: no model is called (see estimate.ts).
+ * @throws UsageError when the model asked for is not known (a missing key is not an error here)
+ */
+export async function createEstimator(
+  choice: SummarizerChoice,
+  config: PruneConfig,
+  session: Session,
+  deps: SummarizerDeps = {},
+): Promise<{ summarizer: Summarizer; estimate: Estimate }> {
+  if (summarizerKind(choice, config) === "deterministic") {
+    const estimate = emptyEstimate(null);
+    return { summarizer: estimatingSummarizer(null, "off", null, estimate), estimate };
+  }
+  const [{ resolveSummarizerModel }, { sentThinking }] = await Promise.all([import("./llm-setup.js"), import("./llm.js")]);
+  const model = resolveSummarizerModel(choice, config, session, deps.env);
+  const cache = deps.cache !== undefined ? deps.cache : summaryStore(choice.cache !== false);
+  const estimate = emptyEstimate(model);
+  return { summarizer: estimatingSummarizer(model, sentThinking(config.summarizerThinking) ?? "off", cache, estimate), estimate };
 }

@@ -1,6 +1,7 @@
 /**
  * The summarizer contract shared by the deterministic summarizer and model-backed ones.
  */
+import type { SummaryStore } from "./cache-store.js";
 
 /** One tool call as the summarizer sees it. */
 export interface SummaryCall {
@@ -16,6 +17,8 @@ export interface SummaryCall {
 export interface SummaryBatch {
   assistantText: string;
   calls: SummaryCall[];
+  /** The calls' occurrence keys (`toolCallId@resultTimestamp`), in label order: who they are, for reuse; never sent to a model. */
+  keys?: string[];
 }
 
 export interface SummarizerUsage {
@@ -26,7 +29,15 @@ export interface SummarizerUsage {
 }
 
 export type SummarizerResult =
-  | { ok: true; text: string; usage?: SummarizerUsage }
+  | {
+      ok: true;
+      text: string;
+      usage?: SummarizerUsage;
+      /** `provider/id` of the model that answered (model-backed summarizers). */
+      model?: string;
+      /** Not asked of a model now: taken from the summary cache, or from summaries already stored in the session. */
+      reused?: "cache" | "session";
+    }
   | {
       ok: false;
       /** `auth` and `unusable` never trigger the outage fallback; `transient` does. */
@@ -35,11 +46,19 @@ export type SummarizerResult =
       usage?: SummarizerUsage;
     };
 
+/** Answers not asked of a model now, by where they came from (see `SummarizerResult.reused`). */
+export interface ReuseCounts {
+  cache: number;
+  session: number;
+}
+
 export interface Summarizer {
   /** Shown in reports: "deterministic" or "provider/model". */
   readonly name: string;
   /** True when calls cost nothing and need no network (the deterministic summarizer). */
   readonly local: boolean;
+  /** Model-backed: the thinking level sent with each request (`off` when none is); part of the cache key. */
+  readonly thinking?: string;
   /** Summarize one batch; the answer uses `[[N:toolname]]` labels at the start of each call's first bullet. */
   summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult>;
   /** Fuse several per-batch summaries of one closed chain into one (docs/design.md §6 step 8). */
@@ -62,11 +81,15 @@ export interface SummarizerChoice {
   model?: string;
   /** `--fallback-model provider/id`: where transient failures of the summarizer model go. */
   fallbackModel?: string;
+  /** `--no-cache`: false turns the summary cache off (default on, unless `CONDENSE_CACHE=off`). */
+  cache?: boolean;
 }
 
 /** Environment and hooks, for tests and the CLI. */
 export interface SummarizerDeps {
   env?: NodeJS.ProcessEnv;
+  /** The summary cache for model-written summaries, or null for none (default: the platform's folder, from the process's own environment — see cache-store.ts). */
+  cache?: SummaryStore | null;
   /** Fallback notices and other one-line messages. */
   onNotice?: (message: string) => void;
   retry?: Partial<RetryPolicy>;

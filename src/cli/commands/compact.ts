@@ -13,12 +13,13 @@ import type { CompactFileResult } from "../../pipeline/compact-report.js";
 import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import type { Column } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
+import { withUndo, writtenLine } from "../write-report.js";
 
 /** Version of the `--json` document. */
 export const COMPACT_SCHEMA = "condense.compact/2";
@@ -75,8 +76,9 @@ function sessionOptions(options: CompactOptions): CompactSessionOptions {
   };
 }
 
-export function registerCompact(program: Command, exit: ExitState): void {
-  const cmd = program
+/** The command and its options. */
+function declareCompact(program: Command): Command {
+  return program
     .command("compact")
     .description("Pi's own compaction, offline: append a Pi-native compaction entry (summary + kept recent messages) to each session")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
@@ -117,7 +119,10 @@ export function registerCompact(program: Command, exit: ExitState): void {
         "\nExamples:\n  condense compact session.jsonl --dry-run\n  condense compact ~/.pi/agent/sessions/ --if-over --jobs 4\n" +
         '  condense compact session.jsonl --model anthropic/claude-haiku-4-5 --instructions "keep the migration plan"',
     );
-  withCommonOptions(cmd).action(async (args: string[], options: CompactOptions) => {
+}
+
+export function registerCompact(program: Command, exit: ExitState): void {
+  withCommonOptions(declareCompact(program)).action(async (args: string[], options: CompactOptions) => {
     const out = new Output(options);
     const started = Date.now();
     // `--if-over FILE`: commander took the session for the optional fraction.
@@ -136,23 +141,29 @@ export function registerCompact(program: Command, exit: ExitState): void {
     } finally {
       interrupt.release();
     }
-    const { results, failures } = splitOutcomes(outcomes);
-    // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-    if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
-    if (interrupt.signal.aborted) exit.code = 130;
+    const split = splitOutcomes(outcomes);
+    const { results, failures } = split;
     for (const r of results) for (const w of r.warnings) out.warn(w);
+    const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
     if (options.json) {
       out.printJson({
         schema: COMPACT_SCHEMA,
-        sessions: results,
+        sessions: results.map(withUndo),
         failures: failures.map(({ session, error }) => ({ session, error })),
+        ...(interrupted ? { interrupted } : {}),
         wallMs: Date.now() - started,
       });
       return;
     }
-    for (const f of failures) out.error(f.error);
     if (results.length > 0) out.print(formatReport(results, out));
-    for (const r of results) if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+    for (const r of results) {
+      if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
+      const wrote = writtenLine({ session: r.session, written: r.written, entries: r.written ? 1 : 0, bytes: r.bytesAppended });
+      if (wrote) out.print(wrote);
+    }
+    for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
+    // Last: after Ctrl-C, one line says what was done and what was left untouched.
+    if (interrupted) out.error(interruptedMessage(split, files.length));
   });
 }
 
@@ -176,14 +187,10 @@ async function compactAll(
       }
     : undefined;
   try {
-    return await forEachSession(
-      files,
-      jobs,
-      out,
-      "compacting",
-      (path) => compactSession(path, task, { signal, models, onProgress }),
-      models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
-    );
+    return await forEachSession(files, jobs, out, "compacting", (path) => compactSession(path, task, { signal, models, onProgress }), {
+      remote: models ? undefined : { module: COMPACT_SESSION_MODULE, fn: "compactSession", options: task },
+      signal,
+    });
   } finally {
     spinner?.stop();
   }

@@ -98,9 +98,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const files = await resolveSessionArgs(args);
     await warnIgnoredProjectSettings(out, files);
     const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
-      module: METRICS_TASK_MODULE,
-      fn: "metricsTask",
-      options: taskOptions,
+      remote: { module: METRICS_TASK_MODULE, fn: "metricsTask", options: taskOptions },
     });
     const { results: rows, failures } = splitOutcomes(outcomes);
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));

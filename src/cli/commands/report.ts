@@ -72,9 +72,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     const library = options.html !== undefined ? chartLibrary() : null;
     const files = await resolveSessionArgs(args);
     const outcomes = await forEachSession(files, jobs, out, "report", (file) => reportTask(file, taskOptions), {
-      module: REPORT_TASK_MODULE,
-      fn: "reportTask",
-      options: taskOptions,
+      remote: { module: REPORT_TASK_MODULE, fn: "reportTask", options: taskOptions },
     });
     const { results, failures } = splitOutcomes(outcomes);
     if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;

@@ -13,12 +13,24 @@ import { checkOutputPath } from "../../session/commit.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import {
+  defaultJobs,
+  type FileOutcome,
+  forEachSession,
+  type InterruptedJson,
+  interruptedMessage,
+  interruptOnSigint,
+  positiveInt,
+  settleBatch,
+  splitOutcomes,
+} from "../batch.js";
 import { type CommonOptions, type ConfigFlags, configSources, type ExitState, withCommonOptions, withConfigOptions } from "../options.js";
 import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
+import { formatEstimate } from "../estimate-table.js";
 import { Output } from "../output.js";
 import { suggestCommand } from "../suggest.js";
 import { formatRunReport } from "../run-report.js";
+import { withUndo, writtenLine } from "../write-report.js";
 
 interface RunOptions extends CommonOptions, ConfigFlags {
   dryRun?: boolean;
@@ -31,19 +43,25 @@ interface RunOptions extends CommonOptions, ConfigFlags {
   migrate?: boolean;
   output?: string;
   target: TargetChoice;
+  estimate?: boolean;
+  /** `--no-cache` sets it false. */
+  cache?: boolean;
 }
 
-export function registerRun(program: Command, exit: ExitState): void {
+/** The command and its options. */
+function declareRun(program: Command): Command {
   const cmd = program
     .command("run", { isDefault: true })
     .description("prune sessions: summarize unpruned tool batches and append the pruning entries")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--dry-run", "compute everything, write nothing (not even sidecars)")
+    .option("--estimate", "count the batches, input tokens and expected cost a model would be sent; no model is called, nothing written")
     .addOption(new Option("--summarizer <kind>", "deterministic (no model) or llm").choices(["deterministic", "llm"]))
     .option("--model <provider/id>", "summarizer model (implies --summarizer llm)")
     .option("--fallback-model <provider/id>", "model for batches the summarizer model fails on transiently (default: the session's model)")
     .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
     .option("--concurrency <n>", "parallel summarizer calls", "4")
+    .option("--no-cache", "neither read nor store model answers in the summary cache")
     .option("--jobs <n>", "sessions processed at once (default: number of cores)");
   withConfigOptions(cmd)
     .option("--no-chain", "skip chain compression")
@@ -53,9 +71,14 @@ export function registerRun(program: Command, exit: ExitState): void {
     .addOption(targetOption())
     .addHelpText(
       "after",
-      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --target pi --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json",
+      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --target pi --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json\n" +
+        "  condense session.jsonl --model anthropic/claude-haiku-4-5 --estimate",
     );
-  withCommonOptions(cmd).action(async (args: string[], options: RunOptions) => {
+  return cmd;
+}
+
+export function registerRun(program: Command, exit: ExitState): void {
+  withCommonOptions(declareRun(program)).action(async (args: string[], options: RunOptions) => {
     const out = new Output(options);
     const started = Date.now();
     const config = loadConfig(configSources(options));
@@ -77,9 +100,10 @@ export function registerRun(program: Command, exit: ExitState): void {
     const interrupt = interruptOnSigint();
     const runOptions: RunSessionOptions = {
       config,
-      summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel },
+      summarizer: { kind: options.summarizer, model: options.model, fallbackModel: options.fallbackModel, cache: options.cache !== false },
       concurrency,
-      dryRun: !!options.dryRun,
+      dryRun: !!options.dryRun || !!options.estimate,
+      estimate: !!options.estimate,
       migrate: !!options.migrate,
       force: !!options.force,
       output: options.output,
@@ -88,17 +112,15 @@ export function registerRun(program: Command, exit: ExitState): void {
     };
     let outcomes: FileOutcome<RunFileResult>[];
     try {
-      outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)));
+      outcomes = await forEachSession(files, jobs, out, "condensing", (path) => runSession(path, runOptions, runHooks(out, files.length === 1)), {
+        signal: interrupt.signal,
+      });
     } finally {
       interrupt.release();
     }
-    const { results, failures } = splitOutcomes(outcomes);
-    if (failures.length > 0) {
-      // A single unusable input is a usage error (2); with several files, any failure is exit 1.
-      exit.code = files.length === 1 ? failures[0].exitCode : 1;
-    }
-    if (interrupt.signal.aborted) exit.code = 130;
-    printOutcome(out, { results, failures, files: files.length, wallMs: Date.now() - started });
+    const split = splitOutcomes(outcomes);
+    const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
+    printOutcome(out, { ...split, files: files.length, wallMs: Date.now() - started, estimate: !!options.estimate, interrupted });
   });
 }
 
@@ -115,21 +137,46 @@ function mistypedCommand(program: Command, args: string[], error: unknown): unkn
   return new UsageError(`unknown command "${word}" — did you mean \`condense ${meant}\`? (No session goes by that name either.) See condense --help`);
 }
 
-/** The JSON document, or the report, the migration and output notices and a closing failure count. */
-function printOutcome(out: Output, run: { results: RunFileResult[]; failures: { session: string; error: string }[]; files: number; wallMs: number }): void {
-  const { results, failures, files, wallMs } = run;
+/** What a run over its files came to, for {@link printOutcome}. */
+interface RunOutcome {
+  results: RunFileResult[];
+  failures: { session: string; error: string }[];
+  untouched: string[];
+  files: number;
+  wallMs: number;
+  estimate: boolean;
+  /** After Ctrl-C (see batch.ts `settleBatch`). */
+  interrupted?: InterruptedJson;
+}
+
+/**
+ * The JSON document, or the report (the estimate's with `--estimate`), what each write added and
+ * how to undo it, the migration notices, what a dry run predicts the real run would refuse, a
+ * closing failure count — and after Ctrl-C, last, the line that says what was done.
+ */
+function printOutcome(out: Output, run: RunOutcome): void {
+  const { results, failures, files, wallMs, interrupted } = run;
   if (out.json) {
-    out.printJson({ sessions: results, failures: failures.map(({ session, error }) => ({ session, error })), warnings: out.warnings, wallMs });
+    out.printJson({
+      sessions: results.map(withUndo),
+      failures: failures.map(({ session, error }) => ({ session, error })),
+      warnings: out.warnings,
+      ...(interrupted ? { interrupted } : {}),
+      wallMs,
+    });
     return;
   }
-  for (const f of failures) out.error(f.error);
-  if (results.length > 0) out.print(formatRunReport(results, out, wallMs));
+  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs));
   for (const r of results) {
     if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
-    if (r.written && r.written !== r.session) out.info(`wrote ${r.written}`);
+    const wrote = writtenLine({ session: r.session, written: r.written, entries: r.entriesAppended, bytes: r.bytesAppended });
+    if (wrote) out.print(wrote);
   }
+  for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
   // Failures were printed first and may have scrolled away: count them once more at the end.
-  if (failures.length > 0 && files > 1) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
+  if (failures.length > 0 && files > 1 && !interrupted) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
+  // Last: after Ctrl-C, one line says what was done and what was left untouched.
+  if (interrupted) out.error(interruptedMessage(run, files));
 }
 
 /** `--target`: whom run writes for (pipeline/target.ts). */

@@ -1,0 +1,144 @@
+/**
+ * `condense undo` for one session (issue 16): remove the entries (and sidecars) of the last `run` or
+ * `compact` that wrote to it in place — only when nothing was appended after them, by truncating
+ * the file back to exactly its size before that write, under the session's lock. Otherwise it
+ * refuses and says why: no write recorded, the file rewritten or replaced, condense's bytes
+ * changed, entries appended after them (by Pi, typically), or Pi (or another process) having the
+ * session open now. The records are issue 15's undo records (session/journal.ts); the bytes are
+ * handled in session/undo.ts; this module decides.
+ */
+import { realpath, stat } from "node:fs/promises";
+import { withSessionLock } from "../session/lock.js";
+import { peekHeader } from "../session/locate.js";
+import { checkSessionOpen } from "../session/pi-running.js";
+import { settleJournal } from "../session/recover.js";
+import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, removeWrite } from "../session/undo.js";
+import { undoPath, type UndoRecord } from "../session/journal.js";
+import { CondenseError, UsageError } from "../util/errors.js";
+
+export interface UndoOptions {
+  /** Say what would be removed; change nothing (an interrupted write is still settled, as by any command). */
+  dryRun: boolean;
+  /** Undo even while Pi or another process has the session open. */
+  force: boolean;
+}
+
+/** What `undo` removed (or would remove), as `--json` prints it (docs/json-schemas.md `condense.undo/1`). */
+export interface UndoResult {
+  session: string;
+  dryRun: boolean;
+  /** The write undone: the command, its id and times (ISO). */
+  op: string;
+  writeId: string;
+  startedAt: string;
+  committedAt: string;
+  /** Entries and bytes removed; the file's size before and after. */
+  entries: number;
+  bytes: number;
+  sizeBefore: number;
+  sizeAfter: number;
+  /** Sidecar files the write had created (removed when their bytes were still the ones written). */
+  sidecars: string[];
+  /** True when the bytes were already gone (an undo interrupted before) and this undo finished it. */
+  finished: boolean;
+  /** Earlier recorded writes, which further `undo` calls remove one by one. */
+  earlier: number;
+}
+
+/** `2026-03-01 12:00:00 UTC` */
+const clock = (iso: string) => (Number.isFinite(Date.parse(iso)) ? `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC` : iso);
+
+/** `condense run of 2026-03-01 12:00:00 UTC` */
+export const writeName = (r: Pick<UndoRecord, "op" | "committedAt">) => `condense ${r.op} of ${clock(r.committedAt)}`;
+
+/** The entries appended after condense's: `2 entries (the first a message (user), 2026-03-01 12:05:00 UTC)`. */
+function describeAfter(after: AppendedAfter): string {
+  const first = after.entries[0];
+  const n = after.entries.length;
+  if (!first) return `${after.bytes.toLocaleString("en-US")} bytes that are not complete entries`;
+  return `${n} ${n === 1 ? "entry" : "entries"} (the first a ${first.type} entry${first.timestamp ? `, ${clock(first.timestamp)}` : ""})`;
+}
+
+/**
+ * Why the last write cannot be undone, or null when it can (its bytes are intact and last, or
+ * already gone).
+ */
+export function undoRefusal(path: string, last: LastWrite): string | null {
+  const nothing = "nothing was changed";
+  switch (last.state) {
+    case "intact":
+    case "already-undone":
+      return null;
+    case "none":
+      return `${path}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(path)}); ${nothing}`;
+    case "replaced":
+    case "changed":
+      return `${path}: cannot undo ${writeName(last.record)}: ${last.why}; ${nothing}`;
+    case "appended-after":
+      return (
+        `${path}: cannot undo ${writeName(last.record)}: ${describeAfter(last.after)} ${last.after.entries.length === 1 ? "was" : "were"} appended after its ` +
+        `${last.record.entryIds.length} entries (from byte ${last.record.postSize.toLocaleString("en-US")}), and undo only removes condense's own bytes at ` +
+        `the end of the file; ${nothing}. If Pi wrote them from before condense's entries, those are already off Pi's branch (condense run applies them again)`
+      );
+  }
+}
+
+/**
+ * Undo the last write to one session (see the module comment).
+ * @throws UsageError (exit 2) when the file cannot be read; CondenseError (exit 1) for every refusal,
+ *   naming why; FileLockedError (exit 1) while another condense holds the session
+ */
+export async function undoSession(file: string, options: UndoOptions): Promise<UndoResult> {
+  const path = await realpath(file).catch(() => {
+    throw new UsageError(`${file}: cannot read: no such file`);
+  });
+  return withSessionLock(
+    path,
+    async (lock) => {
+      settleJournal(path);
+      const last = inspectLastWrite(path);
+      const refusal = undoRefusal(path, last);
+      if (refusal) throw new CondenseError(refusal, 1);
+      if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
+      if (!options.force && last.state === "intact") await refuseWhileOpen(path);
+      const { record } = last;
+      const result: UndoResult = {
+        session: path,
+        dryRun: options.dryRun,
+        op: record.op,
+        writeId: record.writeId,
+        startedAt: record.startedAt,
+        committedAt: record.committedAt,
+        entries: record.entryIds.length,
+        bytes: record.length,
+        sizeBefore: last.state === "intact" ? last.size : record.preSize,
+        sizeAfter: record.preSize,
+        sidecars: record.sidecars.filter((s) => s.created).map((s) => s.path),
+        finished: last.state === "already-undone",
+        earlier: earlierWrites(path, record),
+      };
+      if (options.dryRun) return result;
+      lock.assertHeld();
+      removeWrite(path, record, result.sizeBefore);
+      return result;
+    },
+    "undo",
+  );
+}
+
+/**
+ * Refuse while Pi or another process has the session open: Pi may have read condense's entries,
+ * and its next message would then name a removed entry as its parent.
+ * @throws CondenseError (exit 1) naming the process
+ */
+async function refuseWhileOpen(path: string): Promise<void> {
+  const header = await peekHeader(path).catch(() => null);
+  const { mtimeMs } = await stat(path);
+  const check = await checkSessionOpen({ path, cwd: typeof header?.cwd === "string" ? header.cwd : null, mtimeMs }, { fresh: true });
+  if (check.refusals.length === 0) return;
+  throw new CondenseError(
+    `${path}: ${check.refusals.join("; ")}; Pi may have read condense's entries, and its next message would then name a removed one as its parent; ` +
+      `nothing was changed — ${check.insidePi ? "run condense undo after Pi has exited" : "exit Pi (or close the file) first, or pass --force"}`,
+    1,
+  );
+}

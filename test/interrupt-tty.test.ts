@@ -1,0 +1,186 @@
+/**
+ * Ctrl-C typed into a real terminal (tmux) while `condense run` waits on a model (the local test
+ * server answering slowly, or not at all), with and without the spinner, for one session and for an
+ * archive: exit 130, the bytes of every file not done identical to before, no lock left, and one
+ * line that says so — for an archive, how many sessions were done and how many left untouched.
+ * A second Ctrl-C ends the process at once. The same without a terminal (SIGINT from a parent).
+ */
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli } from "./built-cli.js";
+import { startFakeLlmServer } from "./fake-llm-server.mjs";
+import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+import { hasTmux, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
+
+const SOURCE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+
+describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
+  let server: Awaited<ReturnType<typeof startFakeLlmServer>>;
+  let cli: ReturnType<typeof buildCli>;
+  let tmp: ReturnType<typeof makeTempDir>;
+  const runs: TtyRun[] = [];
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    server = await startFakeLlmServer();
+    cli = buildCli("interrupt-tty");
+    tmp = makeTempDir("interrupt-tty");
+    writeFileSync(path.join(tmp.dir, "settings.json"), JSON.stringify({ contextPrune: { enabled: true } }));
+    writeFileSync(
+      path.join(tmp.dir, "models.json"),
+      JSON.stringify({ providers: { local: { baseUrl: server.openaiBaseUrl, api: "openai-completions", apiKey: "k", models: [{ id: "m1" }] } } }),
+    );
+    env = { PI_CODING_AGENT_DIR: tmp.dir, CONDENSE_CACHE_DIR: path.join(tmp.dir, "cache") };
+  }, 120_000);
+  afterAll(async () => {
+    for (const r of runs) r.kill();
+    await server?.close();
+    cli?.cleanup();
+    tmp?.cleanup();
+  });
+
+  const start = (name: string, args: string[]): TtyRun => {
+    const run = startInTty(name, tmp.dir, [process.execPath, cli.bin, ...args], env);
+    runs.push(run);
+    return run;
+  };
+  // The terminal echoes the interrupt character as "^C" where the cursor was.
+  const interruptLines = (screen: string) =>
+    screen
+      .split("\n")
+      .map((l) => l.replace(/^(\^C)+/, ""))
+      .filter((l) => /interrupted/.test(l));
+
+  for (const quiet of [false, true]) {
+    it(`run --model${quiet ? " -q (no spinner)" : " (spinner)"}: exit 130, bytes identical, one line, no lock`, async () => {
+      server.setPlan(() => ({ stall: true }));
+      server.requests.length = 0;
+      const file = copyInto(tmp.dir, SOURCE, `single-${quiet}.jsonl`);
+      const before = readFileSync(file);
+      const run = start(`single-${quiet}`, ["run", file, "--model", "local/m1", ...(quiet ? ["-q"] : [])]);
+      if (!quiet) await waitFor("the spinner", () => run.screen().includes("summarizing with local/m1"));
+      await waitFor("the model requests", () => server.requests.length >= 4);
+      run.keys("C-c");
+      expect(await run.exited()).toBe(130);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(existsSync(`${file}.lock`)).toBe(false);
+      expect(interruptLines(run.screen())).toEqual([`error: ${file}: interrupted; nothing was written`]);
+    });
+  }
+
+  it("an archive: the sessions done stay done, the others are byte-identical, one summary line at the end", async () => {
+    server.setPlan(() => ({ delayMs: 60 }));
+    const folder = path.join(tmp.dir, "archive");
+    mkdirSync(folder);
+    const files = Array.from({ length: 6 }, (_, i) => copyInto(folder, SOURCE, `s${i + 1}.jsonl`));
+    const before = new Map(files.map((f) => [f, readFileSync(f)]));
+    const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
+    const run = start("archive", ["run", folder, "--model", "local/m1", "--jobs", "2"]);
+    await waitFor("a first session written", () => changed().length >= 1, 60_000);
+    run.keys("C-c");
+    expect(await run.exited()).toBe(130);
+    const done = changed();
+    const lines = interruptLines(run.screen());
+    expect(lines).toEqual([
+      `error: interrupted: ${done.length} of 6 sessions done, ${6 - done.length} untouched (nothing was written to them); run the same command again to continue`,
+    ]);
+    expect(done.length).toBeLessThan(6);
+    // The summary is the last thing printed.
+    expect(interruptLines(run.screen().trimEnd().split("\n").pop() ?? "")).toEqual(lines);
+    for (const f of files) {
+      expect(existsSync(`${f}.lock`)).toBe(false);
+      // Done: the original bytes plus complete entries.
+      if (done.includes(f))
+        expect(
+          readFileSync(f)
+            .subarray(0, (before.get(f) as Buffer).length)
+            .equals(before.get(f) as Buffer),
+        ).toBe(true);
+    }
+    // Continuing: a rerun does the rest and leaves the done ones alone.
+    const sizes = new Map(done.map((f) => [f, readFileSync(f).length]));
+    const rerun = start("archive-rerun", ["run", folder, "--model", "local/m1", "--jobs", "2", "-q"]);
+    expect(await rerun.exited(60_000)).toBe(0);
+    for (const f of files) expect(readFileSync(f).length).toBeGreaterThan((before.get(f) as Buffer).length);
+    for (const [f, size] of sizes) expect(readFileSync(f).length).toBe(size);
+  }, 120_000);
+
+  it("a second Ctrl-C exits at once, whatever the first one is waiting for", async () => {
+    // The shared handler of every writing command, around work that never looks at the signal.
+    const batch = path.join(path.dirname(cli.bin), "../dist/cli/batch.js");
+    const script = `const m = await import(${JSON.stringify(batch)}); m.interruptOnSigint(); console.log("ready"); setInterval(() => {}, 1000);`;
+    const direct = startInTty("twice-direct", tmp.dir, [process.execPath, "--input-type=module", "-e", script], env);
+    runs.push(direct);
+    await waitFor("ready", () => direct.screen().includes("ready"));
+    direct.keys("C-c");
+    await sleep(700);
+    expect(direct.status()).toBeNull();
+    direct.keys("C-c");
+    expect(await direct.exited(5_000)).toBe(130);
+  });
+
+  it("two quick Ctrl-C during model calls: exit 130, nothing written", async () => {
+    server.setPlan(() => ({ stall: true }));
+    server.requests.length = 0;
+    const file = copyInto(tmp.dir, SOURCE, "twice.jsonl");
+    const before = readFileSync(file);
+    const run = start("twice-run", ["run", file, "--model", "local/m1"]);
+    await waitFor("the model requests", () => server.requests.length >= 1);
+    run.keys("C-c");
+    run.keys("C-c");
+    expect(await run.exited()).toBe(130);
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+});
+
+describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
+  let server: Awaited<ReturnType<typeof startFakeLlmServer>>;
+  let cli: ReturnType<typeof buildCli>;
+  let tmp: ReturnType<typeof makeTempDir>;
+  beforeAll(async () => {
+    server = await startFakeLlmServer({ plan: () => ({ delayMs: 60 }) });
+    cli = buildCli("interrupt-pipe");
+    tmp = makeTempDir("interrupt-pipe");
+    writeFileSync(path.join(tmp.dir, "settings.json"), JSON.stringify({ contextPrune: { enabled: true } }));
+    writeFileSync(
+      path.join(tmp.dir, "models.json"),
+      JSON.stringify({ providers: { local: { baseUrl: server.openaiBaseUrl, api: "openai-completions", apiKey: "k", models: [{ id: "m1" }] } } }),
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await server?.close();
+    cli?.cleanup();
+    tmp?.cleanup();
+  });
+
+  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
+    const folder = path.join(tmp.dir, "archive");
+    mkdirSync(folder);
+    const files = Array.from({ length: 5 }, (_, i) => copyInto(folder, SOURCE, `p${i + 1}.jsonl`));
+    const before = new Map(files.map((f) => [f, readFileSync(f)]));
+    const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
+    const child = spawn(process.execPath, [cli.bin, "run", folder, "--model", "local/m1", "--jobs", "1", "--json"], {
+      env: { ...process.env, PI_CODING_AGENT_DIR: tmp.dir, CONDENSE_CACHE_DIR: path.join(tmp.dir, "cache") },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    await waitFor("a first session written", () => changed().length >= 1, 60_000);
+    child.kill("SIGINT");
+    expect(await exited).toBe(130);
+    const done = changed();
+    const doc = JSON.parse(stdout);
+    expect(doc.interrupted.done).toBe(done.length);
+    expect(doc.interrupted.untouched.sort()).toEqual(files.filter((f) => !done.includes(f)).sort());
+    expect(doc.failures).toEqual([]);
+    expect(stderr).toBe("");
+    for (const f of doc.interrupted.untouched) expect(readFileSync(f).equals(before.get(f) as Buffer)).toBe(true);
+    expect(readdirSync(folder).filter((n) => n.endsWith(".lock"))).toEqual([]);
+  }, 120_000);
+});

@@ -1,0 +1,75 @@
+/**
+ * Driving a command in a real terminal: a detached tmux session runs it under a shell that ignores
+ * Ctrl-C itself and records the command's exit status in a file; keys are typed into the pane with
+ * `send-keys` (C-c reaches the command as the terminal's interrupt character, as when a user types it).
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+
+export const tmux = (...args: string[]) => spawnSync("tmux", args, { encoding: "utf8" });
+export const hasTmux = tmux("-V").status === 0;
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Poll `check` every 50 ms until it holds. @throws Error naming `what` after `ms` */
+export async function waitFor(what: string, check: () => boolean, ms = 20_000): Promise<void> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return;
+    await sleep(50);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Single-quote a word for sh. */
+export const shq = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+
+/** One command running in its own tmux session. */
+export interface TtyRun {
+  /** The pane's text, wrapped lines joined. */
+  screen(): string;
+  /** Type keys (tmux key names: `C-c`, `Enter`). */
+  keys(...keys: string[]): void;
+  /** The command's exit status once it has ended, else null. */
+  status(): number | null;
+  /** Wait for the exit status. @throws Error with the screen when it does not come within `ms` */
+  exited(ms?: number): Promise<number>;
+  kill(): void;
+}
+
+/**
+ * Start `argv` (words, quoted for sh) in a 120×30 terminal, in `cwd`, with `env` added.
+ * @param dir a folder for the status file
+ */
+export function startInTty(name: string, dir: string, argv: string[], env: Record<string, string> = {}, cwd = dir): TtyRun {
+  const session = `condense-${name}-${process.pid}`;
+  const rc = path.join(dir, `${name}.rc`);
+  const vars = Object.entries(env).map(([k, v]) => `${k}=${shq(v)}`);
+  const command = `cd ${shq(cwd)} && env ${vars.join(" ")} ${argv.map(shq).join(" ")}`;
+  const script = `trap '' INT; ${command}; echo "EXIT=$?" > ${shq(rc)}; sleep 120`;
+  tmux("kill-session", "-t", session);
+  const started = tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "30", "sh", "-c", script);
+  if (started.status !== 0) throw new Error(`tmux new-session failed: ${started.stderr}`);
+  const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", session).stdout;
+  const status = () => {
+    if (!existsSync(rc)) return null;
+    const m = /EXIT=(\d+)/.exec(readFileSync(rc, "utf8"));
+    return m ? Number(m[1]) : null;
+  };
+  return {
+    screen,
+    keys: (...keys) => {
+      tmux("send-keys", "-t", session, ...keys);
+    },
+    status,
+    exited: async (ms = 20_000) => {
+      await waitFor("the exit status", () => status() !== null, ms).catch((e) => {
+        throw new Error(`${(e as Error).message}; screen:\n${screen()}`);
+      });
+      return status() as number;
+    },
+    kill: () => {
+      tmux("kill-session", "-t", session);
+    },
+  };
+}

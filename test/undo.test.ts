@@ -1,0 +1,205 @@
+/**
+ * `condense undo` (issue 16): after `run` and after `compact`, on every shared session, the file is
+ * back to exactly its bytes before the write and the sidecars the write created are gone; each
+ * undo removes one write, newest first. It refuses — and changes nothing — when something was
+ * appended after condense's entries (Pi 1.6's own SessionManager appending), when condense's bytes
+ * changed, when the file was replaced, when nothing is recorded, and while another process has the
+ * session open (unless --force). An undo killed after its truncation is finished by the next one.
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { undoPath } from "../src/session/journal.js";
+import { buildCli } from "./built-cli.js";
+import { runCli } from "./cli-harness.js";
+import { importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+
+const tmp = makeTempDir("undo");
+afterAll(tmp.cleanup);
+const env = { PI_CODING_AGENT_DIR: tmp.dir, CONDENSE_NOW: "2026-03-01T12:00:00.000Z", NO_COLOR: "1" };
+writeFileSync(path.join(tmp.dir, "settings.json"), JSON.stringify({ contextPrune: { enabled: true } }));
+// Small spill limits, so that runs write sidecars too.
+const SPILL = ["--set", "spillThreshold=4096", "--set", "spillPreviewBytes=256"];
+
+/** Every file below `dir` (relative paths), sorted. */
+function filesBelow(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.relative(dir, path.join(e.parentPath, e.name)))
+    .sort();
+}
+
+const shared = readdirSync(SHARED_SESSIONS).filter((f) => f.endsWith(".jsonl") && !f.startsWith("gjc-01")); // gjc-01: no header, never written
+
+describe("undo after run and after compact restores the exact bytes on every shared session", () => {
+  let withSidecars = 0;
+  afterAll(() => {
+    // The spill limits made some runs write sidecars, which undo removed.
+    expect(withSidecars).toBeGreaterThan(0);
+  });
+
+  it.each(shared)("%s", async (name) => {
+    const dir = path.join(tmp.dir, `all-${name}`);
+    mkdirSync(dir);
+    const file = path.join(dir, name);
+    copyFileSync(path.join(SHARED_SESSIONS, name), file);
+    const migrate = /\.v[12]\.jsonl$|^handmade-v2/.test(name) ? ["--migrate"] : [];
+    // v1/v2: migrated in place first (compact --migrate with nothing to compact; the original goes
+    // to the backup); undo then removes what run and compact append to the migrated text.
+    if (migrate.length > 0) {
+      const migrated = await runCli(["compact", file, "--migrate", "--keep-recent-tokens", "999999999"], env);
+      expect(migrated.code, migrated.stderr).toBe(0);
+      expect(readFileSync(`${file}.v${name.includes("v2") ? 2 : 1}.bak`).equals(readFileSync(path.join(SHARED_SESSIONS, name)))).toBe(true);
+    }
+    const original = readFileSync(file);
+    const filesBefore = filesBelow(dir);
+
+    const run = await runCli(["run", file, "--json", ...SPILL], env);
+    expect(run.code, run.stderr).toBe(0);
+    const report = JSON.parse(run.stdout).sessions[0];
+    if (report.sidecars > 0) withSidecars++;
+    const afterRun = readFileSync(file);
+    const compact = await runCli(["compact", file, "--json", "--keep-recent-tokens", "2000"], env);
+    expect(compact.code, compact.stderr).toBe(0);
+    const compacted = JSON.parse(compact.stdout).sessions[0];
+
+    // Newest first: the compaction, then the run.
+    if (compacted.written) {
+      const u = await runCli(["undo", file, "--json"], env);
+      expect(u.code, u.stderr).toBe(0);
+      expect(JSON.parse(u.stdout)).toMatchObject({ op: "compact", entries: 1, bytes: compacted.bytesAppended, sizeAfter: afterRun.length });
+      expect(readFileSync(file).equals(afterRun)).toBe(true);
+    }
+    if (report.written) {
+      const u = await runCli(["undo", file, "--json"], env);
+      expect(u.code, u.stderr).toBe(0);
+      const doc = JSON.parse(u.stdout);
+      expect(doc).toMatchObject({ schema: "condense.undo/1", op: "run", entries: report.entriesAppended, bytes: report.bytesAppended, earlier: 0 });
+      expect(doc.sidecars).toHaveLength(report.sidecars);
+    }
+    expect(readFileSync(file).equals(original)).toBe(true);
+    expect(filesBelow(dir)).toEqual(filesBefore);
+    expect(existsSync(undoPath(file))).toBe(false);
+    // Nothing left: a clear refusal, nothing changed.
+    const none = await runCli(["undo", file], env);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toContain(`${file}: no condense write to this session is recorded`);
+    expect(readFileSync(file).equals(original)).toBe(true);
+  });
+});
+
+describe("undo refuses, and changes nothing", () => {
+  const SOURCE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+  let n = 0;
+  /** A copy, run once (with sidecars). */
+  async function written(): Promise<{ file: string; original: Buffer; after: Buffer; entries: number }> {
+    const file = path.join(tmp.dir, `r${n++}.jsonl`);
+    copyFileSync(SOURCE, file);
+    const original = readFileSync(file);
+    const r = await runCli(["run", file, "--json", ...SPILL], env);
+    expect(r.code).toBe(0);
+    return { file, original, after: readFileSync(file), entries: JSON.parse(r.stdout).sessions[0].entriesAppended };
+  }
+
+  it("when Pi appended after condense's entries (Pi 1.6's SessionManager, from its stale leaf)", async () => {
+    const Pi = await importPiSessionManager();
+    const file = path.join(tmp.dir, `pi-${n++}.jsonl`);
+    copyFileSync(SOURCE, file);
+    const pi = Pi.SessionManager.open(file);
+    const r = await runCli(["run", file], env);
+    expect(r.code).toBe(0);
+    const size = readFileSync(file).length;
+    pi.appendMessage({ role: "user", content: [{ type: "text", text: "go on" }], timestamp: Date.now() });
+    const stamp = JSON.parse(readFileSync(file, "utf8").trimEnd().split("\n").pop() as string).timestamp as string;
+    const before = readFileSync(file);
+    const u = await runCli(["undo", file], env);
+    expect(u.code).toBe(1);
+    expect(u.stderr).toBe(
+      `error: ${file}: cannot undo condense run of ${new Date(JSON.parse(readFileSync(undoPath(file), "utf8")).committedAt).toISOString().slice(0, 19).replace("T", " ")} UTC: ` +
+        `1 entry (the first a message (user) entry, ${stamp.slice(0, 19).replace("T", " ")} UTC) was appended after its 56 entries (from byte ${size.toLocaleString("en-US")}), ` +
+        "and undo only removes condense's own bytes at the end of the file; nothing was changed. If Pi wrote them from before condense's entries, those are already off Pi's branch (condense run applies them again)\n",
+    );
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+
+  it("when condense's bytes changed, when the file was replaced, while another process has it open (--force undoes)", async () => {
+    const changed = await written();
+    const bytes = Buffer.from(changed.after);
+    bytes[changed.original.length + 10] ^= 0x20;
+    writeFileSync(changed.file, bytes);
+    const c = await runCli(["undo", changed.file], env);
+    expect(c.code).toBe(1);
+    expect(c.stderr).toMatch(/cannot undo condense run of .*: the bytes condense appended were changed since; nothing was changed\n$/);
+    expect(readFileSync(changed.file).equals(bytes)).toBe(true);
+
+    const replaced = await written();
+    const copy = `${replaced.file}.copy`;
+    copyFileSync(replaced.file, copy);
+    renameSync(copy, replaced.file);
+    const rp = await runCli(["undo", replaced.file], env);
+    expect(rp.code).toBe(1);
+    expect(rp.stderr).toContain("it is another file now (its inode changed); nothing was changed");
+
+    const open = await written();
+    const holder = spawnHolder(open.file);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const o = await runCli(["undo", open.file], env);
+      expect(o.code).toBe(1);
+      expect(o.stderr).toMatch(
+        new RegExp(
+          `it is open in another process \\(node, pid ${holder.pid}, .*\\); Pi may have read condense's entries, .*nothing was changed — exit Pi \\(or close the file\\) first, or pass --force`,
+        ),
+      );
+      expect(readFileSync(open.file).equals(open.after)).toBe(true);
+      const dry = await runCli(["undo", open.file, "--dry-run", "--force"], env);
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toMatch(new RegExp(`^would undo condense run of .* on ${open.file}: remove ${open.entries} entries \\(`));
+      expect(readFileSync(open.file).equals(open.after)).toBe(true);
+      const forced = await runCli(["undo", open.file, "--force"], env);
+      expect(forced.code).toBe(0);
+      expect(forced.stdout).toMatch(new RegExp(`^undid condense run of .* on ${open.file}: removed ${open.entries} entries \\(`));
+      expect(readFileSync(open.file).equals(open.original)).toBe(true);
+    } finally {
+      holder.kill("SIGKILL");
+    }
+  });
+});
+
+/** A node process holding `file` open. */
+function spawnHolder(file: string) {
+  return spawn(process.execPath, ["-e", `require("fs").openSync(${JSON.stringify(file)}, "r"); setInterval(() => {}, 1000);`], { stdio: "ignore" });
+}
+
+describe("an undo killed after its truncation", () => {
+  let cli: ReturnType<typeof buildCli>;
+  beforeAll(() => {
+    cli = buildCli("undo");
+  }, 120_000);
+  afterAll(() => cli?.cleanup());
+
+  it("leaves the file undone and its record; the next undo finishes (sidecars and record gone)", async () => {
+    const dir = path.join(tmp.dir, "killed");
+    mkdirSync(dir);
+    const file = path.join(dir, "k.jsonl");
+    copyFileSync(path.join(SHARED_SESSIONS, "pimono-large-session.migrated-v3.jsonl"), file);
+    const original = readFileSync(file);
+    const r = await runCli(["run", file, "--json", ...SPILL], env);
+    const sidecars = JSON.parse(r.stdout).sessions[0].sidecars;
+    expect(sidecars).toBeGreaterThan(0);
+    const killed = spawnSync(process.execPath, [cli.bin, "undo", file], {
+      env: { ...process.env, ...env, CONDENSE_TEST_FAULT: "step:undo-truncated" },
+      encoding: "utf8",
+    });
+    expect(killed.signal).toBe("SIGKILL");
+    expect(readFileSync(file).equals(original)).toBe(true);
+    expect(existsSync(undoPath(file))).toBe(true);
+    const next = await runCli(["undo", file], env);
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout).toMatch(
+      /^finished undoing condense run of .*: its \d+ entries \(.*\) were already removed; its sidecar files and record are gone now\n$/,
+    );
+    expect(filesBelow(dir)).toEqual(["k.jsonl"]);
+  });
+});
