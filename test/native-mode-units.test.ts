@@ -191,6 +191,26 @@ describe("metrics: stock Pi's context now → after run, next to the extension's
   });
 });
 
+describe("query after run --target pi", () => {
+  it("names the images of a result a stub edit replaced (found in the entry, not in the edited projection)", async () => {
+    const tmp = makeTempDir("native-images");
+    try {
+      const file = path.join(tmp.dir, "img.jsonl");
+      copyFileSync(path.join(FIXTURES, "image-in-summarized-result.jsonl"), file);
+      const env = { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: path.join(tmp.dir, "agent") };
+      const before = JSON.parse((await runCli(["query", "t1", "--session", file, "--json"], env)).stdout);
+      expect((await runCli(["run", file, "--target", "pi", "--quiet"], env)).code).toBe(0);
+      const stubbed = JSON.stringify(linesOf(file).filter((e) => e.type === "context_edit"));
+      expect(stubbed).toContain("[Summarized in pruner summary, ref `t");
+      const after = JSON.parse((await runCli(["query", "t1", "--session", file, "--json"], env)).stdout);
+      expect(after.results[0].images.length).toBeGreaterThan(0);
+      if (before.results.length > 0) expect(after.results[0].images).toEqual(before.results[0].images);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 describe("the target run writes for", () => {
   let tmp: ReturnType<typeof makeTempDir>;
   beforeAll(() => {

@@ -166,3 +166,13 @@ export function ownContextEditIds(branch: readonly SessionEntry[]): Set<string> 
   }
   return ids;
 }
+
+/**
+ * The branch without the `context_edit` entries condense wrote for stock Pi (other edits kept):
+ * projected, it is the session as the user has it — what capture replays, and where a recovered
+ * output's images are found (a stub edit leaves none in the projection).
+ */
+export function withoutOwnContextEdits(branch: readonly SessionEntry[]): SessionEntry[] {
+  const own = ownContextEditIds(branch);
+  return own.size === 0 ? [...branch] : branch.filter((e) => !(e.type === "context_edit" && own.has(e.id)));
+}

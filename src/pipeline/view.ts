@@ -7,7 +7,7 @@
 import type { PruneConfig } from "../config/config.js";
 import { branchMessages } from "../context/branch-messages.js";
 import { projectContext, type BranchContext, type ContextItem } from "../context/projection.js";
-import { ownContextEditIds } from "../entries/read.js";
+import { ownContextEditIds, withoutOwnContextEdits } from "../entries/read.js";
 import { captureBatches, type CaptureResult } from "../prune/capture.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest, type ProtectionTest } from "../prune/protect.js";
@@ -62,10 +62,7 @@ export class SessionView {
    * see another session than the first. The same object as `context` when there are none.
    */
   get sourceContext(): BranchContext {
-    if (!this.source) {
-      const own = ownContextEditIds(this.branch);
-      this.source = own.size === 0 ? this.context : projectContext(this.branch.filter((e) => !(e.type === "context_edit" && own.has(e.id))));
-    }
+    if (!this.source) this.source = ownContextEditIds(this.branch).size === 0 ? this.context : projectContext(withoutOwnContextEdits(this.branch));
     return this.source;
   }
 

@@ -12,6 +12,7 @@ import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
 import { blobsFolder } from "../../prune/spill.js";
 import { projectBranch } from "../../context/projection.js";
+import { withoutOwnContextEdits } from "../../entries/read.js";
 import { type ContextOccurrences, contextOccurrences } from "../../prune/occurrences.js";
 import { imageLines, imagesOf, type ResultImage } from "../../query/images.js";
 import {
@@ -127,7 +128,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];
     const unknown: { ref: string; reason: string }[] = [];
-    const occurrences = contextOccurrences(projectBranch(session.branch));
+    // The results as the user has them: a stock-Pi stub (run --target pi) leaves no image in the projection.
+    const occurrences = contextOccurrences(projectBranch(withoutOwnContextEdits(session.branch)));
     if (options.saveImages !== undefined) mkdirSync(options.saveImages, { recursive: true });
     for (const ref of refs) {
       const lookup = lookupRef(indexer, ref);
