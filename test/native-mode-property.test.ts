@@ -1,5 +1,5 @@
 /**
- * Native mode over generated sessions (a seeded generator: prompts as strings or text + image,
+ * Native mode over generated sessions (a seeded generator — mulberry32, so every failure replays —: prompts as strings or text + image,
  * tool turns of one to three calls with outputs of 50 to 4,000 characters, failed calls with long
  * arguments, signed thinking, interrupted chains, custom messages between a call and its result,
  * results no call answers). For each: `run --target pi`, then Pi 1.6 appends more turns through its
@@ -12,21 +12,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli-harness.js";
 import { importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
+import { seeded } from "./fault/support.js";
 import { expectProviderValid } from "./native-mode/checks.js";
 
 const SESSIONS = 24;
-
-/** mulberry32: a small seeded generator, so every failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const MODEL = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5" };
 const USAGE = {
@@ -151,7 +140,7 @@ describe("native mode over generated sessions", () => {
 
   for (let seed = 1; seed <= SESSIONS; seed++) {
     it(`seed ${seed}`, async () => {
-      const rnd = random(seed);
+      const rnd = seeded(seed);
       const clock = { t: 1_767_225_600_000 };
       const file = path.join(tmp.dir, `gen-${seed}.jsonl`);
       writeSession(file, rnd, clock);
