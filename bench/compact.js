@@ -14,6 +14,7 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { alignRows } from "./rows.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "..");
@@ -97,13 +98,7 @@ export function formatCompactRows(rows) {
           r.ms.toFixed(0),
         ],
   );
-  const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => String(c[i]).length)));
-  const line = (c) =>
-    c
-      .map((v, i) => String(v).padEnd(widths[i]))
-      .join("  ")
-      .trimEnd();
-  return [line(head), ...cells.map(line)];
+  return alignRows(head, cells);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -281,6 +281,22 @@ const sections = [
     );
   },
 
+  async function native(c) {
+    if (!c.largest) {
+      console.log("\n[native mode, every shared session] skipped: ../shared/sessions is absent");
+      return;
+    }
+    const { benchNative, formatNativeRows } = await import("./native.js");
+    const rows = await benchNative();
+    console.log("\n[native mode, every shared session] deterministic summarizer; context = Pi's estimate (tokens) of what Pi sends");
+    for (const line of formatNativeRows(rows)) console.log(`  ${line}`);
+    const done = rows.filter((r) => !r.error);
+    const sum = (f) => done.reduce((t, r) => t + f(r), 0);
+    c.summary.push(
+      `native mode: stock Pi ${sum((r) => r.before).toLocaleString("en-US")} → ${sum((r) => r.piAlone).toLocaleString("en-US")} tokens over ${done.length} shared sessions (the extension: ${sum((r) => r.extension).toLocaleString("en-US")})`,
+    );
+  },
+
   // Sections that run in their own process (a local server, worker threads): their output as is.
   async function llmSummaries(c) {
     console.log("\n[model-written summaries] bench/llm.js");

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sessionLabels } from "../src/cli/output.js";
-import { REPO_ROOT, SHARED_SESSIONS, copyInto, runCli, tempDir } from "./cli-capture.js";
+import { REPO_ROOT, SHARED_SESSIONS, copyInto, runCli, runCliWith, tempDir } from "./cli-capture.js";
 
 const NOW = "2026-03-01T00:00:00.000Z";
 const shared = readdirSync(SHARED_SESSIONS)
@@ -150,7 +150,8 @@ describe("--jobs 2 runs metrics in worker threads (built CLI)", () => {
     const single = spawnSync(process.execPath, [bin, "metrics", tmp.dir, "--json", "--jobs", "1"], { encoding: "utf8", env, maxBuffer: 64 << 20 });
     expect(single.status).toBe(1);
     expect(JSON.parse(pooled.stdout)).toEqual(JSON.parse(single.stdout));
-    const inProcess = await runCli("metrics", tmp.dir, "--json", "--jobs", "2");
+    // The same Pi folder: metrics names the settings file behind the target its "after" is planned for.
+    const inProcess = await runCliWith({ PI_CODING_AGENT_DIR: tmp.dir }, "metrics", tmp.dir, "--json", "--jobs", "2");
     expect(JSON.parse(pooled.stdout)).toEqual(JSON.parse(inProcess.stdout));
   });
 });

@@ -35,9 +35,14 @@ export function tempCopy(src: string): string {
   return dest;
 }
 
-/** Run the CLI with a fixed clock and an agent folder without settings. @returns the exit code */
+/**
+ * Run the CLI with a fixed clock and an agent folder without settings. The chain tests check the
+ * extension's entries, so `run` writes for the extension only (`--target extension`; native mode
+ * has tests of its own). @returns the exit code
+ */
 export async function runCli(args: string[]): Promise<number> {
-  return (await captureCli(args, { CONDENSE_NOW: NOW_ISO, PI_CODING_AGENT_DIR: path.join(tempDir(), "agent") })).code;
+  const target = args[0] === "run" && !args.includes("--target") ? ["--target", "extension"] : [];
+  return (await captureCli([...args, ...target], { CONDENSE_NOW: NOW_ISO, PI_CODING_AGENT_DIR: path.join(tempDir(), "agent") })).code;
 }
 
 export interface RunOutcome {

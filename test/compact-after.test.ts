@@ -83,7 +83,8 @@ describe("rescue: a session whose last request overflowed the window", () => {
 describe("render, metrics and query on a compacted session", () => {
   it("kimchi-session after run (pruned) and compact: the context starts with the summary, refs still resolve", async () => {
     const file = copyInto(tmp.dir, path.join(SHARED_SESSIONS, "kimchi-session.v3.jsonl"), "kimchi.jsonl");
-    const run = await cli("run", file, "--json");
+    // The extension's entries only: written for stock Pi, the context is too small left for Pi to compact.
+    const run = await cli("run", file, "--target", "extension", "--json");
     expect(run.code, run.stderr).toBe(0);
     const beforeMetrics = JSON.parse((await cli("metrics", file, "--json")).stdout).sessions[0];
 

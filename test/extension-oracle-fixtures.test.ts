@@ -10,34 +10,23 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FIXTURES, makeTempDir } from "./helpers.js";
 import { makeAgentDir, NODE22, oracleAvailable } from "./extension-oracle/client.js";
-import { compareState, emptyFigures, NOW, prepareCase, prepareSuite, type PreparedSession } from "./extension-oracle/cases.js";
+import {
+  compareState,
+  CYCLE,
+  EMPTY,
+  emptyFigures,
+  NOW,
+  PI_REFUSES,
+  prepareCase,
+  prepareSuite,
+  type PreparedSession,
+  STILL_WRITTEN,
+} from "./extension-oracle/cases.js";
 
 const present = oracleAvailable();
 const files = readdirSync(FIXTURES)
   .filter((f) => f.endsWith(".jsonl"))
   .sort();
-
-/** Fixtures Pi cannot use: what Pi says (opening, or building the context), and what condense says. */
-const PI_REFUSES: Record<string, { pi: RegExp; condense: RegExp }> = {
-  "bad-bom.jsonl": { pi: /^Session file is not a valid pi session/, condense: /line 1 starts with a UTF-8 byte-order mark/ },
-  "bad-no-header.jsonl": { pi: /^Session file is not a valid pi session/, condense: /no session header: the first entry \(line 1, a "message" entry\)/ },
-  "bad-not-jsonl.jsonl": { pi: /^Session file is not a valid pi session/, condense: /not a JSONL session: none of its 4 non-blank line\(s\) is a JSON object/ },
-  "bad-number-before-header.jsonl": { pi: /^Session file is not a valid pi session/, condense: /no session header: the first entry \(line 1, a JSON number\)/ },
-  "bad-null-message.jsonl": {
-    pi: /^buildSessionContext: Cannot read properties of null \(reading 'role'\)/,
-    condense: /a message entry without a message object at .*:4 \(byte 580\)/,
-  },
-};
-/**
- * A parent cycle: Pi's buildSessionContext walks the cycle until the array it builds cannot grow
- * (RangeError "Invalid array length" after about 6 s and 2.5 GB under Node 22; a fatal crash under
- * Node 20), so it is not handed to Pi here; condense refuses it.
- */
-const CYCLE = "bad-parent-cycle.jsonl";
-/** An empty file: Pi opens it as a session without messages; condense refuses it. */
-const EMPTY = "bad-empty.jsonl";
-/** Pi skips the cut-off final line and sends the rest; condense renders that too, but will not write to a file that may still be being written. */
-const STILL_WRITTEN = "bad-truncated-final-line.jsonl";
 
 // The oracle is skipped only where the extension's source is absent (it lives beside the project);
 // Node 22 comes from the repo's own devDependencies, so its absence fails here instead of skipping.

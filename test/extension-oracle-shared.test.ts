@@ -6,22 +6,16 @@
  * text equals `condense query --format tool`. The shared files are never written: every
  * state is a temp copy.
  */
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSession } from "../src/session/session.js";
 import { SHARED_SESSIONS, makeTempDir } from "./helpers.js";
 import { makeAgentDir, oracleAvailable } from "./extension-oracle/client.js";
-import { bytesOf, compareState, emptyFigures, prepareSuite, type PreparedSession } from "./extension-oracle/cases.js";
+import { bytesOf, compareState, emptyFigures, HEADERLESS, prepareSuite, type PreparedSession, sharedSessionFiles } from "./extension-oracle/cases.js";
 
 const present = existsSync(SHARED_SESSIONS) && oracleAvailable();
-const files = present
-  ? readdirSync(SHARED_SESSIONS)
-      .filter((f) => f.endsWith(".jsonl"))
-      .sort()
-  : [];
-/** The one shared file Pi refuses to open: no header line (SOURCES.md). */
-const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
+const files = present ? sharedSessionFiles() : [];
 
 describe.skipIf(!present)("the pi-condense extension in Pi 1.6 sends what condense renders (shared sessions)", () => {
   let tmp: ReturnType<typeof makeTempDir>;

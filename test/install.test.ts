@@ -91,7 +91,7 @@ afterAll(() => {
 
 describe("npm pack + npm install -g of the tarball", () => {
   it("the tarball holds only package.json, README, LICENSE, bin and compiled JavaScript", () => {
-    expect(path.basename(tarball)).toBe(`condense-${pkg.version}.tgz`);
+    expect(path.basename(tarball)).toBe(`condense-cli-${pkg.version}.tgz`);
     const other = packedFiles.filter((f) => !/^dist\/.+\.js$/.test(f));
     expect(other).toEqual(["LICENSE", "README.md", "bin/condense.js", "package.json"]);
     expect(packedFiles).toContain("dist/cli/main.js");
@@ -175,7 +175,7 @@ describe("npm pack + npm install -g of the tarball", () => {
     const r = condense(["report", session, "--html", page], tmp.dir, env);
     expect(r.status, r.stderr).toBe(0);
     const html = readFileSync(page, "utf8");
-    expect(html).toContain(readFileSync(path.join(prefix, "lib/node_modules/condense/node_modules/uplot/dist/uPlot.iife.min.js"), "utf8"));
+    expect(html).toContain(readFileSync(path.join(prefix, "lib/node_modules/condense-cli/node_modules/uplot/dist/uPlot.iife.min.js"), "utf8"));
     const embedded = /<script type="application\/json" id="condense-report">([\s\S]*?)<\/script>/.exec(html)?.[1] ?? "";
     const inProcess = await runCli(["report", session, "--json"], env);
     expect(JSON.parse(embedded)).toEqual(JSON.parse(inProcess.stdout));

@@ -48,7 +48,8 @@ describe("condense run --model through the local server", () => {
     const original = readFileSync(source);
     const appended: Buffer[] = [];
     for (const concurrency of ["1", "16"]) {
-      const copy = path.join(dir, `kimchi-c${concurrency}.jsonl`);
+      // One path for both runs: stock-Pi stubs name the session file when condense query would not find it.
+      const copy = path.join(dir, "kimchi-concurrency.jsonl");
       copyFileSync(source, copy);
       server.requests.length = 0;
       // Random delays: answers come back in any order; each batch's answer depends on its prompt only.

@@ -113,17 +113,29 @@ describe("run and render say when Pi's settings leave the extension off", () => 
     `Switch it on with /pruner on in Pi, or set "contextPrune": { "enabled": true } in ${settings()}. ` +
     `It does not look installed either: pi install npm:pi-condense. ${advice}\n`;
 
-  it("run warns on stderr, also with --json (whose document carries it in warnings); --quiet silences it", async () => {
+  it("run --target extension warns on stderr, also with --json (whose document carries it in warnings); --quiet silences it", async () => {
     const env = { ...NOW, PI_CODING_AGENT_DIR: agentDir };
-    const dry = await runCli(["run", file, "--dry-run", "--json"], env);
+    const dry = await runCli(["run", file, "--target", "extension", "--dry-run", "--json"], env);
     expect(dry.code).toBe(0);
-    const text = warning("condense render --as pi-only shows what Pi sends without it.");
+    const text = warning(
+      "Or run with --target pi (what auto picks while the extension is off): run then also writes Pi's own context edits, " +
+        "so Pi sends the pruned context without the extension. condense render --as pi-only shows what Pi sends without it.",
+    );
     expect(dry.stderr).toBe(text);
     const doc = JSON.parse(dry.stdout);
     expect(Object.keys(doc)).toEqual(["sessions", "failures", "warnings", "wallMs"]);
     expect(doc.warnings).toEqual([text.replace(/^warning: /, "").trimEnd()]);
-    const quiet = await runCli(["run", file, "--dry-run", "--quiet"], env);
+    const quiet = await runCli(["run", file, "--target", "extension", "--dry-run", "--quiet"], env);
     expect(quiet.stderr).toBe("");
+  });
+
+  it("run with the default target writes for stock Pi then, and says so instead of warning", async () => {
+    const r = await runCli(["run", file, "--dry-run", "--json"], { ...NOW, PI_CODING_AGENT_DIR: agentDir });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    const [session] = JSON.parse(r.stdout).sessions;
+    expect(session.target).toEqual({ used: "pi", reason: `${settings()} does not exist` });
+    expect(session.contextEdits.written).toBeGreaterThan(0);
   });
 
   it("render warns unless --as pi-only (which shows exactly the context without the extension)", async () => {

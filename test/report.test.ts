@@ -62,7 +62,11 @@ describe("report --json: the figures other commands print", () => {
         ...runReport
       } = (await run("run", file, "--dry-run", "--summarizer", "deterministic")).sessions[0];
       const { piOnly, ...extension } = s.run.context;
-      expect({ ...s.run, context: extension, target: undefined }).toEqual({ ...runReport, target: undefined });
+      // run's own report carries stock Pi's figures too (native mode): compared with render --as pi-only below.
+      const { piOnly: runPiOnly, ...runContext } = runReport.context;
+      expect({ ...s.run, context: extension, target: undefined }).toEqual({ ...runReport, context: runContext, target: undefined });
+      expect(runPiOnly).toEqual(piOnly);
+      expect(s.run.target).toEqual(runReport.target);
       expect(piOnly).toEqual((await run("render", file, "--as", "pi-only")).context);
       expect(piOnly).toEqual((await run("render", file, "--as", "pi-only", "--dry-run", "--summarizer", "deterministic")).context);
       const { wallMs: _c, warnings: _cw, ...compact } = (await run("compact", file, "--dry-run")).sessions[0];

@@ -5,12 +5,12 @@
  * sessions in worker threads prints what one thread prints (built CLI).
  */
 import { spawnSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseShard, selectShard, shardOfKey } from "../src/cli/shard.js";
 import { buildCli } from "./built-cli.js";
-import { runCli, runCliWith, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
+import { runCliWith, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 import { sharedSessionFiles } from "./helpers.js";
 
 const NOW = "2026-03-01T00:00:00.000Z";
@@ -68,11 +68,17 @@ describe("--shard K/N: a stable partition by path", () => {
 
 describe("--ndjson and metrics --merge", () => {
   const tmp = tempDir("shard");
+  // One Pi folder for every run: each session's target names its settings file.
+  const pi = tempDir("shard-pi");
+  const runCli = (...args: string[]) => runCliWith({ PI_CODING_AGENT_DIR: pi.dir }, ...args);
   let files: string[] = [];
   beforeAll(() => {
     files = makeArchive(tmp.dir);
   });
-  afterAll(tmp.cleanup);
+  afterAll(() => {
+    tmp.cleanup();
+    pi.cleanup();
+  });
 
   const shardsOf = async (command: string, count: number, extra: string[] = []) => {
     const parts: string[] = [];
@@ -120,7 +126,7 @@ describe("--ndjson and metrics --merge", () => {
       ["run", "condense.run/1", ["--dry-run"]],
       ["compact", "condense.compact/2", ["--dry-run"]],
     ] as const) {
-      const r = await runCliWith({ CONDENSE_NOW: NOW }, command, tmp.dir, "--ndjson", "--migrate", ...extra);
+      const r = await runCliWith({ CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: pi.dir }, command, tmp.dir, "--ndjson", "--migrate", ...extra);
       const lines = r.stdout
         .trim()
         .split("\n")
@@ -130,7 +136,7 @@ describe("--ndjson and metrics --merge", () => {
         lines.every((l) => l.schema === schema),
         command,
       ).toBe(true);
-      const doc = JSON.parse((await runCliWith({ CONDENSE_NOW: NOW }, command, tmp.dir, "--json", "--migrate", ...extra)).stdout);
+      const doc = JSON.parse((await runCliWith({ CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: pi.dir }, command, tmp.dir, "--json", "--migrate", ...extra)).stdout);
       const results = lines.filter((l) => l.result).sort((a, b) => a.index - b.index);
       expect(results.map((l) => l.result.session)).toEqual(doc.sessions.map((s: { session: string }) => s.session));
     }
@@ -154,32 +160,64 @@ describe("--ndjson and metrics --merge", () => {
 
 describe("run over several sessions in worker threads (built CLI)", () => {
   const tmp = tempDir("shard-pool");
+  const pi = tempDir("shard-pool-pi");
+  let files: string[] = [];
   let bin = "";
   let cleanup = () => {};
   beforeAll(() => {
-    makeArchive(tmp.dir);
+    files = makeArchive(tmp.dir);
     ({ bin, cleanup } = buildCli("shard"));
   }, 120_000);
   afterAll(() => {
     cleanup();
     tmp.cleanup();
+    pi.cleanup();
   });
 
-  it("prints the same report and warnings, in the same order, with --jobs 2 as with --jobs 1", () => {
-    const env = { ...process.env, PI_CODING_AGENT_DIR: tmp.dir, NO_COLOR: "1", CONDENSE_NOW: NOW };
-    const run = (jobs: string) => {
-      const r = spawnSync(process.execPath, [bin, "run", tmp.dir, "--dry-run", "--json", "--migrate", "--jobs", jobs], {
-        encoding: "utf8",
-        env,
-        maxBuffer: 64 << 20,
-      });
-      return { code: r.status, stdout: r.stdout.replace(/"wallMs": \d+/g, '"wallMs": 0'), stderr: r.stderr };
+  const env = { ...process.env, PI_CODING_AGENT_DIR: pi.dir, NO_COLOR: "1", CONDENSE_NOW: NOW };
+  const run = (jobs: string, ...extra: string[]) => {
+    const r = spawnSync(process.execPath, [bin, "run", tmp.dir, "--json", "--migrate", "--jobs", jobs, ...extra], {
+      encoding: "utf8",
+      env,
+      maxBuffer: 64 << 20,
+    });
+    return { code: r.status, stdout: r.stdout.replace(/"wallMs": \d+/g, '"wallMs": 0'), stderr: r.stderr };
+  };
+
+  it("prints the same report and warnings, in the same order, with --jobs 2 as with --jobs 1, for each target", () => {
+    // The default target (auto: no pi-condense in Pi's settings, so native mode) and the extension's.
+    for (const [target, used] of [
+      [[], "pi"],
+      [["--target", "extension"], "extension"],
+    ] as const) {
+      const one = run("1", "--dry-run", ...target);
+      const two = run("2", "--dry-run", ...target);
+      expect(one.code, used).toBe(1);
+      expect(two, used).toEqual(one);
+      const sessions: { target: { used: string }; contextEdits?: unknown }[] = JSON.parse(one.stdout).sessions;
+      expect(sessions.length, used).toBeGreaterThan(10);
+      expect(new Set(sessions.map((x) => x.target.used)), used).toEqual(new Set([used]));
+    }
+  });
+
+  it("appends the same bytes to every session with --jobs 2 as with --jobs 1 (native mode)", () => {
+    const originals = files.map((f) => readFileSync(f));
+    const written = (jobs: string) => {
+      // A fresh archive each time (migration backups and sidecars of the other run gone).
+      rmSync(tmp.dir, { recursive: true, force: true });
+      makeArchive(tmp.dir);
+      const r = run(jobs);
+      expect(r.code, r.stderr).toBe(1);
+      expect(JSON.parse(r.stdout).sessions.filter((x: { target: { used: string } }) => x.target.used === "pi").length).toBeGreaterThan(10);
+      return { report: r, bytes: files.map((f) => readFileSync(f, "utf8")) };
     };
-    const one = run("1");
-    const two = run("2");
-    expect(one.code).toBe(1);
-    expect(two).toEqual(one);
-    expect(JSON.parse(one.stdout).sessions.length).toBeGreaterThan(10);
+    const one = written("1");
+    const two = written("2");
+    expect(two.report).toEqual(one.report);
+    for (const [i, f] of files.entries()) expect(two.bytes[i], f).toBe(one.bytes[i]);
+    // Something was written, context edits among it.
+    expect(one.bytes.filter((b, i) => b.length > originals[i].length).length).toBeGreaterThan(5);
+    expect(one.bytes.some((b) => b.includes('"type":"context_edit"'))).toBe(true);
   });
 });
 

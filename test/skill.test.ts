@@ -110,8 +110,9 @@ describe("recovery hint for native-mode stubs", () => {
       "condense query t3 --session /home/me/.pi/agent/sessions/--x--/s.jsonl",
     );
     expect(recoveryCommand("t3", { session: "/tmp/it's here/s.jsonl" })).toBe("condense query t3 --session '/tmp/it'\\''s here/s.jsonl'");
-    expect(recoveryHint("t3")).toBe("Run `condense query t3` in bash to retrieve the full output (add --full past 2000 lines / 50 KB).");
-    expect(recoveryHint(["t3", "t7"])).toBe("Run `condense query t3 t7` in bash to retrieve the full outputs (add --full past 2000 lines / 50 KB).");
+    expect(recoveryCommand("t3", { full: true, session: "/s.jsonl" })).toBe("condense query t3 --full --session /s.jsonl");
+    expect(recoveryHint("t3")).toBe("Full output: `condense query t3` in bash (or context_tree_query).");
+    expect(recoveryHint(["t3", "t7"], { full: true })).toBe("Full outputs: `condense query t3 t7 --full` in bash (or context_tree_query).");
     expect(() => recoveryCommand([])).toThrow("recoveryCommand: no ref given");
   });
 

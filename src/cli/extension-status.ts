@@ -1,8 +1,9 @@
 /**
- * The warning `run` and `render` print when the pi-condense extension is not switched on: the
- * entries `run` writes only shrink what Pi sends when the extension is loaded and enabled; stock
- * Pi sends the summaries (custom messages) and the raw outputs too. And the warning of the commands
- * that read the pruning configuration when a project's settings hold a `contextPrune` block.
+ * The warning `run --target extension` and `render` print when the pi-condense extension is not
+ * switched on: the extension's entries only shrink what Pi sends when the extension is loaded and
+ * enabled; stock Pi sends the summaries (custom messages) and the raw outputs too (`run --target
+ * pi`, the default then, writes Pi's own context edits as well: no warning). And the warning of the
+ * commands that read the pruning configuration when a project's settings hold a `contextPrune` block.
  */
 import { join, resolve } from "node:path";
 import { ignoredProjectContextPrune, piCondenseStatus } from "../config/pi-settings.js";
@@ -33,7 +34,7 @@ export async function extensionOffWarning(sessions: string[], command: "run" | "
   const see =
     command === "render"
       ? " This render shows the context with the extension; --as pi-only shows what Pi sends without it."
-      : " condense render --as pi-only shows what Pi sends without it.";
+      : " Or run with --target pi (what auto picks while the extension is off): run then also writes Pi's own context edits, so Pi sends the pruned context without the extension. condense render --as pi-only shows what Pi sends without it.";
   return (
     `the pi-condense extension is not switched on (${status.reason}): without it Pi sends the pruner ` +
     `summaries and the raw outputs both, so the entries condense run writes make the context larger, not ` +

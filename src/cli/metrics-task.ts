@@ -4,6 +4,7 @@
  */
 import type { PruneConfig } from "../config/config.js";
 import { renderAfterRun } from "../pipeline/render.js";
+import { runFor } from "../pipeline/target.js";
 import { sessionView } from "../pipeline/view.js";
 import { formatWarning, openSession } from "../session/open.js";
 import { computeSessionMetrics, type SessionMetrics } from "../report/session-metrics.js";
@@ -23,8 +24,10 @@ export async function metricsTask(path: string, options: MetricsTaskOptions): Pr
   const session = await openSession(path, "read");
   const tokenizer = await loadTokenizer(options.tokenizer);
   const view = sessionView(session, options.config);
-  const afterRun = await renderAfterRun(view.fork());
-  const metrics = computeSessionMetrics(view, afterRun, tokenizer);
+  // "After" is after the run `condense run` would make: for the target it would pick (auto).
+  const planned = runFor("auto", session.path, session.header?.cwd);
+  const afterRun = await renderAfterRun(view.fork(), undefined, planned);
+  const metrics = computeSessionMetrics(view, afterRun, tokenizer, planned.target);
   metrics.warnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${path}: ${p.message}`)];
   return metrics;
 }

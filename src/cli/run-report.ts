@@ -7,8 +7,17 @@ import type { RunFileResult } from "../pipeline/run.js";
 import { type Output, sessionLabels, wrapWords } from "./output.js";
 import { formatBytes, n, percentChange, shortCount } from "./format.js";
 import type { Column } from "./table.js";
+import type { ContextSize } from "../context/size.js";
 
-type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "context" | "entriesAppended" | "disk" | "dryRun" | "written" | "backup">;
+type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "entriesAppended" | "disk" | "dryRun" | "written" | "backup"> & {
+  /** What Pi sends for the target the run used: stock Pi's for `pi`, the extension's for `extension`. */
+  shown: { before: ContextSize; after: ContextSize };
+};
+
+/** The context figure of the target a run used. */
+function shownContext(r: Pick<RunFileResult, "context" | "target">): { before: ContextSize; after: ContextSize } {
+  return r.target.used === "pi" ? r.context.piOnly : r.context;
+}
 
 function entriesCell(r: Counts, compact: boolean): string {
   if (r.dryRun) return compact ? `(${r.entriesAppended})` : `would add ${r.entriesAppended}`;
@@ -17,7 +26,7 @@ function entriesCell(r: Counts, compact: boolean): string {
 }
 
 function contextCell(r: Counts, compact = false): string {
-  const { before, after } = r.context;
+  const { before, after } = r.shown;
   const f = compact ? shortCount : n;
   return `${f(before.tokens)} → ${f(after.tokens)} (${percentChange(before.tokens, after.tokens)})`;
 }
@@ -46,7 +55,7 @@ function totals(results: RunFileResult[]): Counts {
     },
     calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
     chains: { compressed: sum((r) => r.chains.compressed), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
-    context: { before: size((r) => r.context.before), after: size((r) => r.context.after) },
+    shown: { before: size((r) => shownContext(r).before), after: size((r) => shownContext(r).after) },
     entriesAppended: sum((r) => r.entriesAppended),
     disk: {
       fileBytes: sum((r) => r.disk.fileBytes),
@@ -102,8 +111,9 @@ function compactRow(r: Counts, label: string): string[] {
 /** The table: wide when the terminal has room, else compact; a totals row for several sessions. */
 function runTable(results: RunFileResult[], out: Output): { text: string; layout: number } {
   const labels = sessionLabels(results);
-  const wide = results.map((r, i) => wideRow(r, labels[i]));
-  const compact = results.map((r, i) => compactRow(r, labels[i]));
+  const counts = results.map((r) => ({ ...r, shown: shownContext(r) }));
+  const wide = counts.map((r, i) => wideRow(r, labels[i]));
+  const compact = counts.map((r, i) => compactRow(r, labels[i]));
   if (results.length > 1) {
     const total = totals(results);
     const idle = results.filter((r) => !r.dryRun && !r.written).length;
@@ -130,6 +140,28 @@ function diskLine(results: RunFileResult[]): string {
     line += `; ${n(t.disk.sidecarFiles)} sidecar file${t.disk.sidecarFiles === 1 ? "" : "s"} (${formatBytes(t.disk.sidecarBytes)})${where}`;
   }
   return line;
+}
+
+/**
+ * Whom each session was written for and why, and the context edits written for stock Pi:
+ * `… written for stock Pi (target pi: <reason>) · 48 context edits (30 stubs, 2 assistant, 1 chain blocks, 15 omitted)`.
+ */
+function targetLines(results: RunFileResult[], out: Output): string[] {
+  const why = (r: RunFileResult) =>
+    `${r.target.used === "pi" ? "written for stock Pi" : "written for the pi-condense extension"} (target ${r.target.used}: ${r.target.reason})`;
+  const edits = (r: RunFileResult) => {
+    const e = r.contextEdits;
+    if (!e) return "";
+    const kept = e.keptForeign > 0 ? `; ${e.keptForeign} left as edited by someone else` : "";
+    const cannot = e.unrepresentable > 0 ? `; ${e.unrepresentable} changes no context edit can make` : "";
+    return ` · ${e.written} context edits (${e.stubs} stubs, ${e.assistants} assistant, ${e.carriers} chain blocks, ${e.omitted} omitted)${kept}${cannot}`;
+  };
+  const reasons = new Set(results.map(why));
+  const lines =
+    reasons.size === 1 && results.length > 1
+      ? [`all sessions ${[...reasons][0]}`, ...results.filter((r) => r.contextEdits?.written).map((r) => `${r.session}${edits(r)}`)]
+      : results.map((r) => `${r.session}: ${why(r)}${edits(r)}`);
+  return lines.map((l) => out.c.dim(wrapWords(l, out.width)));
 }
 
 const LISTED_RECOVERIES = 5;
@@ -186,9 +218,14 @@ export function formatRunReport(results: RunFileResult[], out: Output, wallMs: n
   const failedNote = results.some((r) => r.batches.failed) ? " (!N: N failed)" : "";
   const legend =
     table.layout === 1
-      ? `batches = summarized / captured${failedNote} · context = what Pi sends, now → after · added = entries${dry}`
-      : "skipped t/d/o = trivial / deduplicated / oversized · context = what Pi sends, now → after";
-  const lines = [table.text, out.c.dim(wrapWords(`${legend} · ${(wallMs / 1000).toFixed(2)} s`, width)), out.c.dim(wrapWords(diskLine(results), width))];
+      ? `batches = summarized / captured${failedNote} · context = what Pi sends for the target, now → after · added = entries${dry}`
+      : "skipped t/d/o = trivial / deduplicated / oversized · context = what Pi sends for the target, now → after";
+  const lines = [
+    table.text,
+    out.c.dim(wrapWords(`${legend} · ${(wallMs / 1000).toFixed(2)} s`, width)),
+    out.c.dim(wrapWords(diskLine(results), width)),
+    ...targetLines(results, out),
+  ];
   for (const r of results) {
     const usage = usageLine(r);
     if (usage) lines.push(usage);

@@ -118,6 +118,20 @@ export function applyEdit(messages: AgentMessage[], edit: ContextEditEntry | und
   });
 }
 
+/**
+ * Whether Pi's `appendContextEdit` accepts `entry` as a target (pi-coding-agent 1.6
+ * `dist/core/session-manager.js`): a `custom_message` entry, or a `message` entry whose role is
+ * user, assistant or toolResult. Not a bash execution, a `custom`/`system` message (a migrated v2
+ * `hookMessage`), a branch summary, a compaction or any other entry. (Pi applies whatever edit a
+ * file holds, so condense itself must never write one that the API would refuse.)
+ */
+export function isEditableTarget(entry: SessionEntry): boolean {
+  if (entry.type === "custom_message") return true;
+  if (entry.type !== "message") return false;
+  const role = (entry.message as { role?: unknown } | undefined)?.role;
+  return role === "user" || role === "assistant" || role === "toolResult";
+}
+
 /** One entry of the compaction-aware entry list with the messages it contributes (possibly none). */
 export interface ProjectedEntry {
   sourceEntry: SessionEntry;

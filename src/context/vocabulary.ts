@@ -63,6 +63,41 @@ export function spilledStub(record: ToolCallRecord, ref: string): string {
   ].join("\n");
 }
 
+/**
+ * Whose stub texts a render writes: `extension` — the texts the pi-condense extension puts in the
+ * context (its code, byte for byte); `pi` — the texts `run --target pi` writes into Pi's own
+ * `context_edit` entries for stock Pi, which has no `context_tree_query` tool: they name the
+ * `condense query <ref>` command ({@link recoveryHint}) and still name `context_tree_query` for a
+ * model that has the extension. Native texts are longer than the extension's, so the extension,
+ * switched on over a native file, only ever replaces a stub by a shorter one.
+ */
+export type StubWording = { target: "extension" } | { target: "pi"; recovery: RecoveryOptions };
+
+/** The extension's wording (the default of every render). */
+export const EXTENSION_WORDING: StubWording = { target: "extension" };
+
+/**
+ * The stub of a summarized (or deduplicated) result in a wording: {@link summarizedStub}, or for
+ * stock Pi ``[Summarized in pruner summary, ref `t3`. Full output: `condense query t3` in bash (or
+ * context_tree_query).]`` — `--full` when the record's output is past the default head.
+ */
+export function summarizedStubIn(wording: StubWording, record: ToolCallRecord, ref: string): string {
+  if (wording.target === "extension") return summarizedStub(ref);
+  return `[Summarized in pruner summary, ref \`${ref}\`. ${recoveryHint(ref, { ...wording.recovery, full: recoveryNeedsFull(record) })}]`;
+}
+
+/**
+ * The stub of a spilled result in a wording: {@link spilledStub}, or for stock Pi the same lines
+ * but the last, which becomes ``Or run `condense query t5 --full` in bash, or use
+ * context_tree_query with ref `t5`.`` ({@link stubRef} reads both).
+ */
+export function spilledStubIn(wording: StubWording, record: ToolCallRecord, ref: string): string {
+  const text = spilledStub(record, ref);
+  if (wording.target === "extension") return text;
+  const command = recoveryCommand(ref, { ...wording.recovery, full: true });
+  return `${text.slice(0, text.lastIndexOf("\n"))}\nOr run \`${command}\` in bash, or use context_tree_query with ref \`${ref}\`.`;
+}
+
 /** True when a tool result's text is a pruner stub. */
 export function isStubText(text: string): boolean {
   return STUB_PREFIXES.some((p) => text.startsWith(p));
@@ -73,7 +108,7 @@ export function isStubText(text: string): boolean {
  * above puts it, so a spilled stub's preview cannot be taken for its ref.
  */
 export function stubRef(text: string): string | undefined {
-  return /^\[Summarized in pruner summary, ref `([^`]+)`/.exec(text)?.[1] ?? /\nOr use context_tree_query with ref `([^`]+)`\.$/.exec(text)?.[1];
+  return /^\[Summarized in pruner summary, ref `([^`]+)`/.exec(text)?.[1] ?? /\nOr (?:use|run .*) context_tree_query with ref `([^`]+)`\.$/.exec(text)?.[1];
 }
 
 // ---- The recovery command (stock Pi)
@@ -99,6 +134,28 @@ export function shellWord(word: string): string {
 export interface RecoveryOptions {
   /** Absolute path of the session file, when `condense` would not find it from the session's cwd. */
   session?: string;
+  /** Add `--full`: an output is past the head `condense query` prints by default ({@link exceedsHead}). */
+  full?: boolean;
+}
+
+/** The head `condense query` prints by default, Pi's own head truncation (query/truncate.ts): 2000 lines, 50 KB. */
+export const HEAD_MAX_LINES = 2000;
+export const HEAD_MAX_BYTES = 50 * 1024;
+
+/**
+ * True when `condense query` would cut `text` without `--full`: more than {@link HEAD_MAX_LINES}
+ * lines (a trailing newline starts none) or more than {@link HEAD_MAX_BYTES} UTF-8 bytes.
+ */
+export function exceedsHead(text: string): boolean {
+  if (Buffer.byteLength(text, "utf8") > HEAD_MAX_BYTES) return true;
+  let lines = text === "" ? 0 : 1;
+  for (let i = text.indexOf("\n"); i !== -1 && lines <= HEAD_MAX_LINES; i = text.indexOf("\n", i + 1)) if (i < text.length - 1) lines++;
+  return lines > HEAD_MAX_LINES;
+}
+
+/** True when recovering a record's whole output takes `--full`: a spilled output, or one past the head. */
+export function recoveryNeedsFull(record: Pick<ToolCallRecord, "spillPath" | "resultText">): boolean {
+  return !!record.spillPath || exceedsHead(record.resultText);
 }
 
 /**
@@ -110,19 +167,20 @@ export interface RecoveryOptions {
 export function recoveryCommand(refs: string | string[], options: RecoveryOptions = {}): string {
   const list = typeof refs === "string" ? [refs] : refs;
   if (list.length === 0) throw new Error("recoveryCommand: no ref given");
+  const full = options.full ? " --full" : "";
   const session = options.session !== undefined ? ` --session ${shellWord(options.session)}` : "";
-  return `condense query ${list.map(shellWord).join(" ")}${session}`;
+  return `condense query ${list.map(shellWord).join(" ")}${full}${session}`;
 }
 
 /**
- * One sentence naming the command, for the end of a stub, summary or chain block:
- * ``Run `condense query t3` in bash to retrieve the full output (add --full past 2000 lines / 50 KB).``
- * (plural for several refs; 2000 lines / 50 KB is Pi's head truncation, query/truncate.ts).
+ * One sentence naming the command, for a stub or a chain block written for stock Pi — short,
+ * because it stands in the context for every pruned output:
+ * ``Full output: `condense query t3` in bash (or context_tree_query).`` (plural for several refs;
+ * `--full` when `options.full`).
  */
 export function recoveryHint(refs: string | string[], options: RecoveryOptions = {}): string {
   const several = typeof refs !== "string" && refs.length > 1;
-  const what = several ? "the full outputs" : "the full output";
-  return `Run \`${recoveryCommand(refs, options)}\` in bash to retrieve ${what} (add --full past 2000 lines / 50 KB).`;
+  return `Full output${several ? "s" : ""}: \`${recoveryCommand(refs, options)}\` in bash (or context_tree_query).`;
 }
 
 /**
@@ -140,6 +198,16 @@ export const RECOVERY_HINT =
 export function compressedChainText(block: { blockId: string; toolRefs?: string[] }, body: string, protectedOutputs: { tool: string; text: string }[]): string {
   const relocated = protectedOutputs.map((p) => `\n\n<protected-output tool="${p.tool.replace(/"/g, "&quot;")}">\n${p.text}\n</protected-output>`).join("");
   return `<compressed-chain id="${block.blockId}" tools="${(block.toolRefs ?? []).join(",")}">\n${body}${relocated}\n</compressed-chain>`;
+}
+
+/**
+ * The body of a chain block in a wording: as it is for the extension; for stock Pi followed by
+ * {@link recoveryHint} for the chain's refs (none when the chain has no refs).
+ * @param full some output behind `refs` is past the default head (the command gets `--full`)
+ */
+export function chainBodyIn(wording: StubWording, body: string, refs: string[], full: boolean): string {
+  if (wording.target === "extension" || refs.length === 0) return body;
+  return `${body}\n\n${recoveryHint(refs, { ...wording.recovery, full })}`;
 }
 
 /** The block id of a text that starts with a compressed-chain block, or undefined. */

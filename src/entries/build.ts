@@ -2,15 +2,19 @@
  * Every entry condense writes is built here, in the field order its writer uses. The
  * `context-prune-*` entries (docs/design.md §5) as the extension writes them: `custom` entries
  * carry `data`; the summary is a `custom_message` (hidden from the TUI, so it enters only the
- * model's context). The `compaction` entry (docs/design.md §10) as Pi writes it. Ids, parents and
- * timestamps are added when the entries are chained (`session/writer.ts` `chainEntries`).
+ * model's context). The `compaction` entry (docs/design.md §10) as Pi writes it. For
+ * `run --target pi`, Pi's own `context_edit` entries and the `condense-context-edits` entry that
+ * lists them (docs/design.md §11). Ids, parents and timestamps are added when the
+ * entries are chained (`session/writer.ts` `chainEntries`).
  */
-import type { CompactionDetails, CompactionEntry, Message, NewEntry } from "../session/types.js";
+import type { CompactionDetails, CompactionEntry, ContextEditEntry, Message, NewEntry } from "../session/types.js";
 import {
+  CONTEXT_EDITS_TYPE,
   CUSTOM_TYPES,
   type ChainEntryData,
   type DedupAliasData,
   type DiagnosticData,
+  type ContextEditsData,
   type FlushMetricsData,
   type FrontierData,
   type IndexEntryData,
@@ -101,4 +105,19 @@ export function compactionEntry(
     ...(options.systemMessage ? { systemMessage: { ...options.systemMessage, timestamp: options.timestampMs } } : {}),
     ...(options.customInstructions ? { customInstructions: options.customInstructions } : {}),
   };
+}
+
+/**
+ * Pi's `context_edit` (pi-coding-agent 1.6 `SessionManager.appendContextEdit`): the latest one per
+ * target on the branch replaces that entry's content (`{ content }`) or omits it (`null`) in
+ * Pi's projection. The caller checks that the target is one `appendContextEdit` accepts
+ * (`context/projection.ts` `isEditableTarget`).
+ */
+export function contextEditEntry(targetId: string, replacement: ContextEditEntry["replacement"]): NewEntry {
+  return { type: "context_edit", targetId, replacement };
+}
+
+/** `condense-context-edits`: the ids of the `context_edit` entries one run wrote. */
+export function contextEditsEntry(data: ContextEditsData): NewEntry {
+  return custom(CONTEXT_EDITS_TYPE, data);
 }

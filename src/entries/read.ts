@@ -18,6 +18,7 @@
  */
 import type { CustomEntry, CustomMessageEntry, SessionEntry } from "../session/types.js";
 import {
+  CONTEXT_EDITS_TYPE,
   CUSTOM_TYPES,
   type ChainEntryData,
   type DedupAliasData,
@@ -150,4 +151,28 @@ function readStats(data: Fields): Partial<StatsData> {
     if (typeof v === "number" && Number.isFinite(v)) out[key] = v;
   }
   return out;
+}
+
+/**
+ * Ids of the `context_edit` entries condense wrote on a branch: the `editIds` of its
+ * `condense-context-edits` entries (strings only; anything else in them is ignored).
+ */
+export function ownContextEditIds(branch: readonly SessionEntry[]): Set<string> {
+  const ids = new Set<string>();
+  for (const entry of branch) {
+    if (entry.type !== "custom" || entry.customType !== CONTEXT_EDITS_TYPE || !isFields(entry.data)) continue;
+    const list = entry.data.editIds;
+    if (Array.isArray(list)) for (const id of list) if (typeof id === "string") ids.add(id);
+  }
+  return ids;
+}
+
+/**
+ * The branch without the `context_edit` entries condense wrote for stock Pi (other edits kept):
+ * projected, it is the session as the user has it — what capture replays, and where a recovered
+ * output's images are found (a stub edit leaves none in the projection).
+ */
+export function withoutOwnContextEdits(branch: readonly SessionEntry[]): SessionEntry[] {
+  const own = ownContextEditIds(branch);
+  return own.size === 0 ? [...branch] : branch.filter((e) => !(e.type === "context_edit" && own.has(e.id)));
 }

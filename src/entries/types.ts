@@ -1,6 +1,7 @@
 /**
- * The pi-condense entry formats (docs/design.md §5). Field order in these interfaces is the order
- * in which condense writes them, matching the extension.
+ * The pi-condense entry formats (docs/design.md §5), and the one entry of condense's own
+ * (`condense-context-edits`, docs/design.md §11). Field order in these interfaces is the
+ * order in which condense writes them, matching the extension.
  */
 
 /** customType of every entry the pruner writes. */
@@ -14,6 +15,20 @@ export const CUSTOM_TYPES = {
   stats: "context-prune-stats",
   flushMetrics: "context-prune-flush-metrics",
 } as const;
+
+/**
+ * customType of the `custom` entry that follows the `context_edit` entries one `run --target pi`
+ * appends, listing their ids: which edits on a branch are condense's (a later edit of the same
+ * target by anyone else is the user's, and condense leaves that target alone). Pi never puts a
+ * `custom` entry into the context, and the extension ignores custom types it does not know.
+ */
+export const CONTEXT_EDITS_TYPE = "condense-context-edits";
+
+/** `data` of a `condense-context-edits` entry. */
+export interface ContextEditsData {
+  /** Ids of the `context_edit` entries written by the same run, in file order. */
+  editIds: string[];
+}
 
 /** One indexed tool call. `resultText` is "" when the output was spilled to a sidecar. */
 export interface ToolCallRecord {

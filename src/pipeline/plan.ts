@@ -1,13 +1,17 @@
 /**
  * The main job for one session, computed in memory (docs/design.md §5, §6): capture, flush,
- * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then any
- * diagnostics not recorded yet. Nothing is written here; `session/commit.ts` writes the sidecars
- * and appends `entries`.
+ * chain compression, then the bookkeeping tail — frontier, stats, flush metrics — then, for the
+ * `pi` target, the context edits that make stock Pi send the pruned context and the entry listing
+ * them (docs/design.md §11), then any diagnostics not recorded yet. Nothing is written here;
+ * `session/commit.ts` writes the sidecars and appends `entries`.
  */
 import { compressChains, type CompressResult } from "../chain/compress.js";
 import type { Batch, CaptureResult } from "../prune/capture.js";
 import { flushBatches, type BatchOutcome, type FlushProgress, type FlushResult, type Sidecar } from "../prune/flush.js";
-import { diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
+import type { RecoveryOptions } from "../context/vocabulary.js";
+import { contextEditEntry, contextEditsEntry, diagnosticEntry, flushMetricsEntry, frontierEntry, statsEntry } from "../entries/build.js";
+import { ownContextEditIds } from "../entries/read.js";
+import { planContextEdits, type ContextEditPlan } from "../render/context-edits.js";
 import {
   type ChainEntryData,
   type ContextMetrics,
@@ -20,16 +24,17 @@ import {
 import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnostics.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { contextOccurrences } from "../prune/occurrences.js";
-import { contextSize } from "../context/size.js";
+import { contextSize, type ContextSize } from "../context/size.js";
 import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recovery.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
-import type { NewEntry, SessionEntry } from "../session/types.js";
+import type { AgentMessage, NewEntry, SessionEntry } from "../session/types.js";
 import { chainEntries } from "../session/writer.js";
 import { withRecoveryHint } from "../summarize/refs.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
 import { runReport, type RunReport } from "./report.js";
+import type { TargetDecision } from "./target.js";
 import type { SessionView } from "./view.js";
 
 export interface PlanOptions {
@@ -45,11 +50,20 @@ export interface PlanOptions {
    * True when only the render after the run is wanted (a dry-run render, the "after" a command
    * reports): the entries are never written, so the flush-metrics entry carries zeros instead of
    * the extension's JSON-measured context metrics (a serialization of every branch message), and
-   * what leaves the render as it is — the recovery index, the bookkeeping tail, new diagnostics —
-   * is not planned. Default false.
+   * what leaves the render as it is is not planned: new diagnostics, and for the `extension`
+   * target the recovery index and the bookkeeping tail too (stock Pi's context edits depend on
+   * them). `entries` then holds only what the render needs. Default false.
    */
   renderOnly?: boolean;
+  /** Whom the run writes for (default: the extension only). */
+  target?: TargetDecision;
+  /** For the `pi` target: how the recovery command in stubs names the session (`--session` when needed). */
+  recovery?: RecoveryOptions;
 }
+
+const EXTENSION_ONLY: TargetDecision = { used: "extension", reason: "--target extension" };
+
+const NO_RECOVERY: RecoveryPlan = { entry: null, sidecars: [], recovered: [] };
 
 export interface RunPlan {
   /** Entries with ids, parents and timestamps, ready to append. */
@@ -64,7 +78,8 @@ export interface RunPlan {
 }
 
 /**
- * Plan the main job on a session. Reads the capture and the render of the session as read, then
+ * Plan the main job on a session: the extension's entries, and for the `pi` target Pi's own context
+ * edits too. Reads the capture and the render of the session as read, then
  * advances `view.indexer` through the flush, the chain compression and the recovery index.
  *
  * `run` never makes the context Pi sends larger (`context/size.ts`, the measure every command
@@ -102,40 +117,61 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
   });
   let plan = full;
   let withheld: RunReport["withheld"] = null;
-  if (pruning.length > 0 && contextSize(full.after.afterAgent).chars > contextSize(before.afterAgent).chars) {
-    // Summaries and chains would grow the context: plan only what leaves it as it is.
-    plan = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
-    withheld = grewBy(before, full.after, flush, chains);
+  // What Pi sends for the target: stock Pi's own projection for `pi`, the extension's render otherwise.
+  const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
+  const sent = (p: Finished) => contextSize(forStockPi ? p.piOnlyAfter : p.after.afterAgent);
+  const from = contextSize(forStockPi ? before.beforeAgent : before.afterAgent);
+  const to = sent(full);
+  if (pruning.length > 0 && to.chars > from.chars) {
+    // Summaries and chains would grow the context: plan only what leaves it as it is — for stock
+    // Pi, unless that plan sends more still (its stubs of outputs already indexed can be longer than
+    // the outputs, as the extension's are): the smaller of the two, the same choice on every run.
+    const without = finishPlan(view, options, { indexer: ToolCallIndexer.fromBranch(view.branch), pruning: [], tail: [], collisions });
+    if (!forStockPi || sent(without).chars < to.chars) {
+      plan = without;
+      withheld = grewBy(from, to, flush, chains);
+    }
   }
   const sidecars = [...(plan === full ? [...flush.sidecars, ...(chains?.sidecars ?? [])] : []), ...plan.recovery.sidecars];
   const report = runReport({
     session: view.session.path,
     summarizer: options.summarizer.name,
+    target: options.target ?? EXTENSION_ONLY,
+    contextEdits: plan.edits,
+    piOnlyAfter: plan.piOnlyAfter,
     capture,
     flush: plan === full ? flush : emptyFlush(flush),
     chains: plan === full ? chains : null,
     before,
-    after: plan.after,
+    after: plan.final,
     entriesAppended: plan.entries.length,
     sidecars: sidecars.length,
     recovered: plan.recovery.recovered,
     withheld,
   });
-  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries], after: plan.after };
+  return { entries: plan.entries, sidecars, outcomes: flush.outcomes, report, afterBranch: [...view.branch, ...plan.entries], after: plan.final };
 }
 
 /** The entries of a plan, chained, with the render after them and the recovery they hold. */
 interface Finished {
   entries: SessionEntry[];
+  /** The render with the pruning entries (what the recovery index and diagnostics read). */
   after: Rendered;
+  /** The render of the whole plan: `after`, or with stock Pi's context edits when there are any. */
+  final: Rendered;
   recovery: RecoveryPlan;
+  /** For the `pi` target: the context edits planned (null for the extension target). */
+  edits: ContextEditPlan | null;
+  /** What stock Pi sends after the whole plan (its projection). */
+  piOnlyAfter: AgentMessage[];
 }
 
 /**
  * Chain the pruning entries, render the branch with them, index what that render removes
- * (recovery), then add the tail (bookkeeping) and the diagnostics not recorded yet — those of the
- * render and the occurrence collisions. Custom entries do not change the render, so the render of
- * the pruning entries is the render of the whole plan.
+ * (recovery), then add the tail (bookkeeping), for the `pi` target the context edits of that branch
+ * and the entry listing them, and the diagnostics not recorded yet — those of the renders and the
+ * occurrence collisions. Custom entries do not change the render, so the render of the pruning
+ * entries is the render of the whole plan as the extension sees it without stock Pi's edits.
  */
 function finishPlan(
   view: SessionView,
@@ -145,18 +181,49 @@ function finishPlan(
   const nowIso = new Date(options.nowMs).toISOString();
   const draft = chainEntries(view.session, parts.pruning, nowIso);
   const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
-  // Only the render is wanted: what follows does not change it.
-  if (options.renderOnly) return { entries: draft, after, recovery: { entry: null, sidecars: [], recovered: [] } };
+  const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
+  // Only the render is wanted: for the extension, what follows does not change it. (Stock Pi's
+  // edits do change with the recovery index and the tail: they are planned for the `pi` target.)
+  if (options.renderOnly && !forStockPi) return { entries: draft, after, final: after, recovery: NO_RECOVERY, edits: null, piOnlyAfter: after.beforeAgent };
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
-  const diagnostics = unrecordedDiagnostics(view.branch, [...after.diagnostics, ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))]);
-  const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail, ...diagnostics.map(diagnosticEntry)];
-  return { entries: chainEntries(view.session, payloads, nowIso), after, recovery };
+  const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail];
+  const native = forStockPi ? nativeStep(view, payloads, options) : null;
+  // Stock Pi's edits change what the extension sees: a later run reads the diagnostics of that render too.
+  const edited = native?.payloads.length ? chainEntries(view.session, [...payloads, ...native.payloads], nowIso) : null;
+  const final = edited ? renderBranch([...view.branch, ...edited], view.config) : after;
+  // Diagnostics never change a render.
+  if (options.renderOnly) return { entries: edited ?? draft, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
+  const found = [...after.diagnostics, ...(final === after ? [] : final.diagnostics), ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))];
+  const diagnostics = unrecordedDiagnostics(view.branch, found);
+  const entries = chainEntries(view.session, [...payloads, ...(native?.payloads ?? []), ...diagnostics.map(diagnosticEntry)], nowIso);
+  return { entries, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
 }
 
-/** Why summaries and chains were withheld: the render would have grown. */
-function grewBy(before: Rendered, after: Rendered, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
-  const from = contextSize(before.afterAgent);
-  const to = contextSize(after.afterAgent);
+/**
+ * Native mode: the context edits that make Pi's projection of the branch after `payloads` the
+ * render of it (render/context-edits.ts), then the `condense-context-edits` entry listing their ids.
+ * Chaining is deterministic, so the ids found here are the ids the edits get when everything is
+ * chained again with the diagnostics after them.
+ * @returns the payloads to append, and the plan (for the report)
+ */
+function nativeStep(view: SessionView, payloads: NewEntry[], options: PlanOptions): { payloads: NewEntry[]; plan: ContextEditPlan } {
+  const nowIso = new Date(options.nowMs).toISOString();
+  const branch = [...view.branch, ...chainEntries(view.session, payloads, nowIso)];
+  const ctx = {
+    indexer: ToolCallIndexer.fromBranch(branch),
+    config: view.config,
+    isProtected: view.isProtected,
+    wording: { target: "pi" as const, recovery: options.recovery ?? {} },
+  };
+  const plan = planContextEdits(branch, ctx, ownContextEditIds(view.branch));
+  if (plan.edits.length === 0) return { payloads: [], plan };
+  const edits = plan.edits.map((e) => contextEditEntry(e.targetId, e.replacement));
+  const chained = chainEntries(view.session, [...payloads, ...edits], nowIso).slice(payloads.length);
+  return { payloads: [...edits, contextEditsEntry({ editIds: chained.map((e) => e.id) })], plan };
+}
+
+/** Why summaries and chains were withheld: what Pi sends would have grown from `from` to `to`. */
+function grewBy(from: ContextSize, to: ContextSize, flush: FlushResult, chains: CompressResult | null): NonNullable<RunReport["withheld"]> {
   return {
     reason:
       `the rendered context would grow from ${from.chars.toLocaleString("en-US")} to ${to.chars.toLocaleString("en-US")} chars ` +
@@ -178,7 +245,7 @@ function emptyFlush(flush: FlushResult): FlushResult {
  */
 async function compressStep(view: SessionView, options: PlanOptions, pendingKeys: Set<string>): Promise<CompressResult | null> {
   if (!view.config.chainCompression.enabled) return null;
-  return compressChains(view.items, view.indexer, {
+  return compressChains(view.sourceContext.items, view.indexer, {
     config: view.config,
     summarizer: options.summarizer,
     isProtected: view.isProtected,

@@ -12,6 +12,7 @@ import type { SummarizerChoice } from "../summarize/types.js";
 import { nowMs } from "../util/clock.js";
 import { hasPendingWork } from "./pending.js";
 import { planRun } from "./plan.js";
+import type { RunFor } from "./target.js";
 import type { SessionView } from "./view.js";
 
 /** Summarizer calls in parallel for a dry-run render (`run`'s default `--concurrency`). */
@@ -24,13 +25,17 @@ const DRY_RUN_CONCURRENCY = 4;
  */
 export type RenderAs = "extension" | "pi-only";
 
+/** A dry run: the summarizer, and whom the planned run writes for (default: the extension only). */
+export type DryRun = SummarizerChoice & { runFor?: RunFor };
+
 /**
- * Render a session as read, or — with `dryRun` — after a run planned in memory.
+ * Render a session as read, or — with `dryRun` — after a run planned in memory for `dryRun.runFor`
+ * (with the `pi` target its context edits are part of what stock Pi sends).
  * @param as `pi-only`: the result's `after`/`afterAgent` are Pi's projection, with no phases and
  *   no diagnostics (nothing is pruned)
  * @throws UsageError when the summarizer asked for cannot be used
  */
-export async function renderSession(view: SessionView, dryRun: SummarizerChoice | null, as: RenderAs = "extension"): Promise<Rendered> {
+export async function renderSession(view: SessionView, dryRun: DryRun | null, as: RenderAs = "extension"): Promise<Rendered> {
   const rendered = await renderExtension(view, dryRun);
   if (as === "extension") return rendered;
   const { before, beforeAgent } = rendered;
@@ -45,9 +50,9 @@ export function sentMessages(rendered: Rendered, as: RenderAs): AgentMessage[] {
   return as === "pi-only" ? rendered.beforeAgent : rendered.afterAgent;
 }
 
-async function renderExtension(view: SessionView, dryRun: SummarizerChoice | null): Promise<Rendered> {
+async function renderExtension(view: SessionView, dryRun: DryRun | null): Promise<Rendered> {
   if (!dryRun) return view.rendered;
-  return renderAfterRun(view, dryRun);
+  return renderAfterRun(view, dryRun, dryRun.runFor);
 }
 
 /**
@@ -55,11 +60,14 @@ async function renderExtension(view: SessionView, dryRun: SummarizerChoice | nul
  * when the run would append nothing. Planning advances `view`'s index: read what needs the index
  * as read first, or pass `view.fork()`.
  * @param choice the summarizer (default: the deterministic one — no model, no network)
+ * @param runFor whom the run writes for (default: the extension only); with the `pi` target the
+ *   result's `beforeAgent` is stock Pi's projection with the planned context edits
  * @throws UsageError when the summarizer asked for cannot be used
  */
-export async function renderAfterRun(view: SessionView, choice: SummarizerChoice = { kind: "deterministic" }): Promise<Rendered> {
-  // Recovery entries alone never change the render.
-  if (!hasPendingWork(view, { recoveries: false })) return view.rendered;
+export async function renderAfterRun(view: SessionView, choice: SummarizerChoice = { kind: "deterministic" }, runFor?: RunFor): Promise<Rendered> {
+  // For the extension nothing but summaries, chains and diagnostics changes the render; stock Pi's
+  // context also changes with the edits (the recovery index comes with edits that omit results).
+  if (!hasPendingWork(view, runFor, { renderOnly: true })) return view.rendered;
   const summarizer = await createSummarizer(choice, view.config, view.session);
   const plan = await planRun(view, {
     summarizer,
@@ -68,6 +76,8 @@ export async function renderAfterRun(view: SessionView, choice: SummarizerChoice
     targetPath: view.session.path,
     // Only the render is wanted: the entries are never written.
     renderOnly: true,
+    target: runFor?.target,
+    recovery: runFor?.recovery,
   });
   return plan.after;
 }

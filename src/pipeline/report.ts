@@ -6,15 +6,36 @@
 import type { CompressResult } from "../chain/compress.js";
 import type { CaptureResult } from "../prune/capture.js";
 import type { BatchOutcome, FlushResult } from "../prune/flush.js";
+import type { ContextEditKind, ContextEditPlan } from "../render/context-edits.js";
 import type { Rendered } from "../render/render.js";
 import { contextSize, type ContextSize } from "../context/size.js";
 import type { ReuseCounts, SummarizerUsage } from "../summarize/types.js";
 import type { RecoveredResult } from "./recovery.js";
 import { sumUsage } from "../summarize/usage.js";
+import type { AgentMessage } from "../session/types.js";
+import type { TargetDecision } from "./target.js";
+
+/** What the context edits of a `pi`-target run do (null for the `extension` target). */
+export interface ContextEditCounts {
+  /** `context_edit` entries written. */
+  written: number;
+  /** Results given a stub, assistant messages given purged arguments or stripped thinking, first user messages given their chain's block, messages omitted. */
+  stubs: number;
+  assistants: number;
+  carriers: number;
+  omitted: number;
+  /** Targets left as someone else's later edit has them. */
+  keptForeign: number;
+  /** Changes no context edit may make (entries Pi's appendContextEdit refuses). */
+  unrepresentable: number;
+}
 
 export interface RunReport {
   session: string;
   summarizer: string;
+  /** Whom the run wrote for (`extension` or `pi`) and why. */
+  target: TargetDecision;
+  contextEdits: ContextEditCounts | null;
   batches: {
     captured: number;
     summarized: number;
@@ -38,8 +59,11 @@ export interface RunReport {
   };
   chars: { raw: number; summary: number };
   chains: { compressed: number; rangesSummarized: number; backfilledCalls: number; waiting: number };
-  /** The context Pi sends (`context/size.ts`), before and after the run. */
-  context: { before: ContextSize; after: ContextSize };
+  /**
+   * The context Pi sends (`context/size.ts`), before and after the run: with the extension switched
+   * on (`before`, `after`), and stock Pi's, without it (`piOnly`).
+   */
+  context: { before: ContextSize; after: ContextSize; piOnly: { before: ContextSize; after: ContextSize } };
   /** Model calls made and what they used; `reused`: answers taken from the summary cache or from summaries already in the session instead. */
   usage: SummarizerUsage & { calls: number; reused: ReuseCounts };
   failures: { turnIndex: number; reason: string }[];
@@ -55,6 +79,10 @@ export interface RunReport {
 export interface RunFacts {
   session: string;
   summarizer: string;
+  target: TargetDecision;
+  contextEdits: ContextEditPlan | null;
+  /** What stock Pi sends after the run (its projection). */
+  piOnlyAfter: AgentMessage[];
   capture: CaptureResult;
   flush: FlushResult;
   chains: CompressResult | null;
@@ -73,6 +101,8 @@ export function runReport(facts: RunFacts): RunReport {
   return {
     session: facts.session,
     summarizer: facts.summarizer,
+    target: facts.target,
+    contextEdits: facts.contextEdits ? editCounts(facts.contextEdits) : null,
     batches: {
       captured: capture.batches.length,
       summarized: count("summarized"),
@@ -98,7 +128,11 @@ export function runReport(facts: RunFacts): RunReport {
       backfilledCalls: chains?.backfilledCalls ?? 0,
       waiting: chains?.waiting ?? 0,
     },
-    context: { before: contextSize(facts.before.afterAgent), after: contextSize(facts.after.afterAgent) },
+    context: {
+      before: contextSize(facts.before.afterAgent),
+      after: contextSize(facts.after.afterAgent),
+      piOnly: { before: contextSize(facts.before.beforeAgent), after: contextSize(facts.piOnlyAfter) },
+    },
     usage: {
       ...sumUsage(flush.usage, chains?.usage),
       calls: flush.modelCalls + (chains?.modelCalls ?? 0),
@@ -112,12 +146,29 @@ export function runReport(facts: RunFacts): RunReport {
   };
 }
 
+/** The counts of a context-edit plan. */
+function editCounts(plan: ContextEditPlan): ContextEditCounts {
+  const count = (kind: ContextEditKind) => plan.edits.filter((e) => e.kind === kind).length;
+  return {
+    written: plan.edits.length,
+    stubs: count("stub"),
+    assistants: count("assistant"),
+    carriers: count("carrier"),
+    omitted: count("omit"),
+    keptForeign: new Set(plan.keptForeign).size,
+    unrepresentable: plan.unrepresentable.length,
+  };
+}
+
 /** The report of a run that has nothing to do: the context as read, the calls capture saw. */
-export function idleRunReport(session: string, capture: CaptureResult, rendered: Rendered): RunReport {
+export function idleRunReport(session: string, target: TargetDecision, capture: CaptureResult, rendered: Rendered): RunReport {
   const size = contextSize(rendered.afterAgent);
+  const piOnly = contextSize(rendered.beforeAgent);
   return {
     session,
     summarizer: "none (nothing to do)",
+    target,
+    contextEdits: target.used === "pi" ? editCounts({ edits: [], keptForeign: [], unrepresentable: [] }) : null,
     batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
     calls: {
       spilled: 0,
@@ -131,7 +182,7 @@ export function idleRunReport(session: string, capture: CaptureResult, rendered:
     },
     chars: { raw: 0, summary: 0 },
     chains: { compressed: 0, rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
-    context: { before: size, after: size },
+    context: { before: size, after: size, piOnly: { before: piOnly, after: piOnly } },
     usage: { input: 0, output: 0, cost: 0, calls: 0, reused: { cache: 0, session: 0 } },
     failures: [],
     entriesAppended: 0,

@@ -21,11 +21,14 @@ import { CondenseError } from "../util/errors.js";
 import { idleReport } from "./pending.js";
 import { planRun, type RunPlan } from "./plan.js";
 import type { RunReport } from "./report.js";
+import { runFor, type TargetChoice } from "./target.js";
 import { describeStranded, type StrandedWrite, storedAnswers, strandedWrites } from "./stranded.js";
 import { sessionView } from "./view.js";
 
 export interface RunSessionOptions extends WriteOptions {
   config: PruneConfig;
+  /** Whom to write for: the extension only, stock Pi too (native context edits), or `auto` (pipeline/target.ts). */
+  target: TargetChoice;
   summarizer: SummarizerChoice;
   /** Parallel summarizer calls. */
   concurrency: number;
@@ -131,9 +134,12 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     warnings.push(message);
     hooks.warn(message);
   };
-  const { session, migration, base, refusal } = await openForWrite(file, options, warn);
+  // Context edits name their targets by id, which Pi's own v1 migration would renumber.
+  const { session, migration, base, refusal } = await openForWrite(file, { ...options, idsNamed: options.target !== "extension" }, warn);
   path = session.path;
   const label = sessionLabel(session);
+  const targetPath = options.output ?? session.path;
+  const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd);
   const view = sessionView(session, options.config);
   // Entries of an earlier run that a later Pi write left off the branch: said, and applied again.
   const stranded = strandedWrites(session, view.indexer);
@@ -152,7 +158,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     wallMs: Date.now() - started,
   });
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
-  const idle = options.output ? null : idleReport(view);
+  const idle = options.output ? null : idleReport(view, { target, recovery });
   if (idle) return options.estimate ? { ...done(idle, null, 0), dryRun: true, estimate: emptyEstimate(null) } : done(idle, null, 0);
   const { summarizer, estimator } = await summarizerFor(session, options, hooks, stranded, warnings);
   const progress = estimator ? null : (hooks.progress?.(summarizer.name, summarizer.local) ?? null);
@@ -162,7 +168,9 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
       summarizer,
       concurrency: options.concurrency,
       nowMs: nowMs(),
-      targetPath: options.output ?? session.path,
+      targetPath,
+      target,
+      recovery,
       signal: options.signal,
       onProgress: progress ? (p) => progress.update(p) : undefined,
     });

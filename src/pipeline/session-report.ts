@@ -25,6 +25,7 @@ import { planSessionCompaction } from "./compact.js";
 import { compactReport } from "./compact-report.js";
 import { idleReport } from "./pending.js";
 import { planRun } from "./plan.js";
+import { type RunFor, runFor } from "./target.js";
 import { sentMessages } from "./render.js";
 import type { RunReport } from "./report.js";
 import { sessionView, type SessionView } from "./view.js";
@@ -59,15 +60,22 @@ function runFigures(report: RunReport, piOnly: { before: Size; after: Size }): R
 }
 
 /**
- * `run --dry-run` with the deterministic summarizer (its report, as `run` prints it), and the
+ * `run --dry-run` with the deterministic summarizer for `planned` (its report, as `run` prints it), and the
  * render after it, and the index after it (null when the run has nothing to do). Advances
  * `view`'s index: pass a fork.
  */
-async function plannedRun(view: SessionView): Promise<{ report: RunReport; after: Rendered; index: ToolCallIndexer | null }> {
-  const idle = idleReport(view);
+async function plannedRun(view: SessionView, planned: RunFor): Promise<{ report: RunReport; after: Rendered; index: ToolCallIndexer | null }> {
+  const idle = idleReport(view, planned);
   if (idle) return { report: idle, after: view.rendered, index: null };
   const summarizer = await createSummarizer({ kind: "deterministic" }, view.config, view.session);
-  const plan = await planRun(view, { summarizer, concurrency: RUN_CONCURRENCY, nowMs: nowMs(), targetPath: view.session.path });
+  const plan = await planRun(view, {
+    summarizer,
+    concurrency: RUN_CONCURRENCY,
+    nowMs: nowMs(),
+    targetPath: view.session.path,
+    target: planned.target,
+    recovery: planned.recovery,
+  });
   return { report: plan.report, after: plan.after, index: view.indexer };
 }
 
@@ -89,9 +97,11 @@ export async function reportSession(session: Session, config: PruneConfig, optio
   const view = sessionView(session, config);
   const where = (e: Parameters<typeof lineOf>[1]) => lineOf(session, e);
   const budget = await budgetSession(view, { contextWindow: options.contextWindow, reserveTokens: options.reserveTokens });
-  // The run is planned on a fork: this view's index stays as read (metrics, refs now).
-  const run = await plannedRun(view.fork());
-  const metrics = computeSessionMetrics(view, run.after);
+  // The run is planned on a fork: this view's index stays as read (metrics, refs now) — for the
+  // target `run` would pick, as `run`, `metrics` and `budget` plan it.
+  const planned = runFor("auto", session.path, session.header?.cwd);
+  const run = await plannedRun(view.fork(), planned);
+  const metrics = computeSessionMetrics(view, run.after, undefined, planned.target);
   const readWarnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${session.path}: ${p.message}`)];
   metrics.warnings = readWarnings;
   const indexAfter = run.index ?? view.indexer;

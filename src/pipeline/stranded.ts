@@ -2,7 +2,8 @@
  * Entries condense wrote that a later Pi write left off the active branch (issue 16). Pi 1.6 keeps
  * its leaf in memory and appends each message as a child of it; when `run` appended to a session
  * Pi still had open, Pi's next message is a child of the entry *before* condense's, so they hang off
- * the branch on a side path nobody reads. Found as: a chain of `context-prune-*` entries, each the
+ * the branch on a side path nobody reads. Found as: a chain of `context-prune-*` entries (with the
+ * context edits of a `pi`-target run among them), each the
  * only child of the one before, the first a child of an entry on the active branch, the last a leaf,
  * none on the branch — a side branch of pruning entries only (a user's own branch has messages on
  * it). `run` says so and applies them again on the current branch, reusing the summaries they hold
@@ -11,7 +12,7 @@
 import { chainLookupKeys, summaryLookup, UNCOVERED_HEADING } from "../chain/compress.js";
 import { recordKeyOf } from "../context/vocabulary.js";
 import { readPruneEntry } from "../entries/read.js";
-import { CUSTOM_TYPES } from "../entries/types.js";
+import { CONTEXT_EDITS_TYPE, CUSTOM_TYPES } from "../entries/types.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { childrenOf, type Session } from "../session/session.js";
 import type { SessionEntry } from "../session/types.js";
@@ -34,8 +35,13 @@ export interface StrandedWrite {
 
 const PRUNE_TYPES = new Set<string>(Object.values(CUSTOM_TYPES));
 
-/** A `context-prune-*` entry of a kind the pruner writes. */
-const isPruneEntry = (e: SessionEntry) => (e.type === "custom" || e.type === "custom_message") && PRUNE_TYPES.has(String(e.customType));
+/**
+ * An entry of a condense write: a `context-prune-*` entry of a kind the pruner writes, or — written
+ * for stock Pi (`run --target pi`) — a `context_edit` or the `condense-context-edits` entry listing them.
+ */
+const isPruneEntry = (e: SessionEntry) =>
+  e.type === "context_edit" ||
+  ((e.type === "custom" || e.type === "custom_message") && (PRUNE_TYPES.has(String(e.customType)) || e.customType === CONTEXT_EDITS_TYPE));
 
 /**
  * The writes of `session` left off its active branch that still matter, in file order: those

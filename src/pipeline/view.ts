@@ -7,6 +7,7 @@
 import type { PruneConfig } from "../config/config.js";
 import { branchMessages } from "../context/branch-messages.js";
 import { projectContext, type BranchContext, type ContextItem } from "../context/projection.js";
+import { ownContextEditIds, withoutOwnContextEdits } from "../entries/read.js";
 import { captureBatches, type CaptureResult } from "../prune/capture.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest, type ProtectionTest } from "../prune/protect.js";
@@ -20,6 +21,7 @@ export class SessionView {
   readonly isProtected: ProtectionTest;
   private index?: ToolCallIndexer;
   private projected?: BranchContext;
+  private source?: BranchContext;
   private ownMessages?: AgentMessage[];
   private captured?: CaptureResult;
   private renderedAsRead?: Rendered;
@@ -52,6 +54,18 @@ export class SessionView {
     return this.context.items;
   }
 
+  /**
+   * Pi's projection without the context edits condense wrote for stock Pi (docs/design.md "Native
+   * mode"), other edits applied: what capture and chain compression replay the extension on. Those
+   * edits are the render's output, not the user's: left in, a result they omit would look
+   * unanswered, a chain start carrying its block would look like a block, and a second run would
+   * see another session than the first. The same object as `context` when there are none.
+   */
+  get sourceContext(): BranchContext {
+    if (!this.source) this.source = ownContextEditIds(this.branch).size === 0 ? this.context : projectContext(withoutOwnContextEdits(this.branch));
+    return this.source;
+  }
+
   /** Message and custom-message entries of the branch as messages, not compaction-aware (chains, metrics). */
   get branchMessages(): AgentMessage[] {
     this.ownMessages ??= branchMessages(this.branch).map((m) => m.message);
@@ -60,7 +74,7 @@ export class SessionView {
 
   /** Batches the flush would take, against the index as read. */
   get capture(): CaptureResult {
-    this.captured ??= captureBatches(this.branch, this.indexer, this.isProtected, this.config.batchingMode, this.context, this.config.purgeErrors);
+    this.captured ??= captureBatches(this.branch, this.indexer, this.isProtected, this.config.batchingMode, this.sourceContext, this.config.purgeErrors);
     return this.captured;
   }
 

@@ -6,8 +6,10 @@
  * byte, and a first line longer than the byte limit leaves nothing.
  */
 
-export const MAX_LINES = 2000;
-export const MAX_BYTES = 50 * 1024;
+import { HEAD_MAX_BYTES, HEAD_MAX_LINES } from "../context/vocabulary.js";
+
+export const MAX_LINES = HEAD_MAX_LINES;
+export const MAX_BYTES = HEAD_MAX_BYTES;
 
 export interface HeadTruncation {
   /** The kept text (the input itself when nothing was cut). */

@@ -9,7 +9,16 @@
 import { summaryLookup } from "../chain/compress.js";
 import { rangeResolver } from "../chain/resolve.js";
 import { textOf } from "../context/projection.js";
-import { compressedChainId, compressedChainText, firstUserText, recordKeyOf, resultKeyOf } from "../context/vocabulary.js";
+import {
+  chainBodyIn,
+  compressedChainId,
+  compressedChainText,
+  EXTENSION_WORDING,
+  firstUserText,
+  recordKeyOf,
+  recoveryNeedsFull,
+  resultKeyOf,
+} from "../context/vocabulary.js";
 import { readSummaryRefs } from "../entries/read.js";
 import { CUSTOM_TYPES, type ChainEntryData } from "../entries/types.js";
 import type { AgentMessage, AssistantMessage, CustomMessage, UserMessage } from "../session/types.js";
@@ -131,7 +140,13 @@ function editRange(
   }
   if (!applied) {
     for (const r of relocated) c.edits.relocated.add(r.text);
-    const text = compressedChainText(entry, chainBody(entry, c.covering), relocated);
+    const refs = entry.toolRefs ?? [];
+    const full = refs.some((ref) => {
+      const record = c.ctx.indexer.getRecord(c.ctx.indexer.shortRefToKey.get(ref) ?? ref);
+      return record !== undefined && recoveryNeedsFull(record);
+    });
+    const body = chainBodyIn(c.ctx.wording ?? EXTENSION_WORDING, chainBody(entry, c.covering), refs, full);
+    const text = compressedChainText(entry, body, relocated);
     c.edits.insertAfter.set(startIndex, { role: "user", content: [{ type: "text", text }], timestamp: entry.compressedAt });
   }
   if (c.ctx.config.chainCompression.stripFinalAssistantThinking && endIndex !== c.lastAssistant) {
@@ -152,6 +167,14 @@ function dropCoveringSummaries(messages: AgentMessage[], edits: Edits): void {
   });
 }
 
+/** The output of {@link applyChainCompressions} with where each message came from. */
+export interface ChainPruneResult {
+  /** The input array itself when nothing changed. */
+  messages: AgentMessage[];
+  /** Per output message: the index of the input message it is (or was stripped from), or null for an inserted block. */
+  origins: (number | null)[];
+}
+
 /**
  * Apply every chain entry of the index to `messages` (the output of the earlier phases).
  * Diagnostics found are pushed onto `diagnostics` (once per kind and key); the texts of the
@@ -159,12 +182,18 @@ function dropCoveringSummaries(messages: AgentMessage[], edits: Edits): void {
  * @returns the same array when nothing changed (also on a second application of the same entries)
  */
 export function applyChainCompressions(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[], relocated?: Set<string>): AgentMessage[] {
-  if (!ctx.config.chainCompression.enabled || ctx.indexer.chains.size === 0) return messages;
+  return chainRangePrune(messages, ctx, diagnostics, relocated).messages;
+}
+
+/** {@link applyChainCompressions}, also telling where each output message came from. */
+export function chainRangePrune(messages: AgentMessage[], ctx: PruneContext, diagnostics: RenderDiagnostic[], relocated?: Set<string>): ChainPruneResult {
+  const unchanged = (): ChainPruneResult => ({ messages, origins: messages.map((_, i) => i) });
+  if (!ctx.config.chainCompression.enabled || ctx.indexer.chains.size === 0) return unchanged();
   const report: Report = (d) => {
     if (!diagnostics.some((x) => x.kind === d.kind && x.dedupKey === d.dedupKey)) diagnostics.push(d);
   };
   const accepted = acceptRanges(messages, ctx, report);
-  if (accepted.length === 0) return messages;
+  if (accepted.length === 0) return unchanged();
 
   const edits: Edits = {
     drop: new Set(),
@@ -191,16 +220,21 @@ export function applyChainCompressions(messages: AgentMessage[], ctx: PruneConte
   dropCoveringSummaries(messages, edits);
 
   const { drop, insertAfter, stripAt } = edits;
-  if (drop.size === 0 && insertAfter.size === 0 && stripAt.size === 0) return messages;
+  if (drop.size === 0 && insertAfter.size === 0 && stripAt.size === 0) return unchanged();
   const out: AgentMessage[] = [];
+  const origins: (number | null)[] = [];
   messages.forEach((m, i) => {
     if (drop.has(i)) return;
     if (stripAt.has(i)) {
       const final = m as AssistantMessage;
       out.push({ ...final, content: final.content.filter((b) => b?.type !== "thinking") });
     } else out.push(m);
+    origins.push(i);
     const synthetic = insertAfter.get(i);
-    if (synthetic) out.push(synthetic);
+    if (synthetic) {
+      out.push(synthetic);
+      origins.push(null);
+    }
   });
-  return out;
+  return { messages: out, origins };
 }

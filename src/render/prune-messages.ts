@@ -4,7 +4,7 @@
  * nothing returns the very same array.
  */
 import type { AgentMessage } from "../session/types.js";
-import { applyChainCompressions } from "./chain-range-prune.js";
+import { chainRangePrune } from "./chain-range-prune.js";
 import { dedupDiagnostics } from "./diagnostics.js";
 import { purgeErroredArgs } from "./error-purge.js";
 import { orphanSweepDiagnostic, sweepOrphanToolResults } from "./orphan-sweep.js";
@@ -22,16 +22,17 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   const diagnostics: RenderDiagnostic[] = [];
   const relocated = new Set<string>();
 
-  // Phase 1: stub-replace.
-  let current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns);
+  // Phase 1: stub-replace (one message per input message, in place).
+  let current = stubReplace(messages, ctx.indexer, ctx.isProtected, ctx.config.recoveryGraceTurns, ctx.wording);
   phases.push({ phase: "stub-replace", messages: current });
 
-  // Phase 2: error purge.
+  // Phase 2: error purge (in place too).
   current = purgeErroredArgs(current, ctx.config.purgeErrors);
   phases.push({ phase: "error-purge", messages: current });
 
   // Phase 3: chain-range prune.
-  current = applyChainCompressions(current, ctx, diagnostics, relocated);
+  const chained = chainRangePrune(current, ctx, diagnostics, relocated);
+  current = chained.messages;
   phases.push({ phase: "chain-range-prune", messages: current });
 
   // Phase 4: orphan sweep (always).
@@ -40,5 +41,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   current = swept.messages;
   phases.push({ phase: "orphan-sweep", messages: current });
 
-  return { messages: current, phases, diagnostics: dedupDiagnostics(diagnostics), relocated };
+  const removed = new Set(swept.swept.map((s) => s.index));
+  const origins = chained.origins.filter((_, i) => !removed.has(i));
+  return { messages: current, origins, phases, diagnostics: dedupDiagnostics(diagnostics), relocated };
 }

@@ -5,7 +5,7 @@
  * time) and `context_tree_query` results inside the recovery grace window stay verbatim.
  */
 import type { ToolCallIndexer } from "../prune/indexer.js";
-import { resultKeyOf, spilledStub, summarizedStub } from "../context/vocabulary.js";
+import { EXTENSION_WORDING, resultKeyOf, spilledStubIn, summarizedStubIn, type StubWording } from "../context/vocabulary.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
 import type { AgentMessage, ToolResultMessage } from "../session/types.js";
@@ -20,9 +20,16 @@ export function lookupKeyOf(message: ToolResultMessage, indexer: ToolCallIndexer
 
 /**
  * Replace indexed tool results with stubs.
+ * @param wording whose stub texts (default the extension's; `run --target pi` plans with stock Pi's)
  * @returns the same array when nothing changed
  */
-export function stubReplace(messages: AgentMessage[], indexer: ToolCallIndexer, isProtected: ProtectionTest, graceTurns: number): AgentMessage[] {
+export function stubReplace(
+  messages: AgentMessage[],
+  indexer: ToolCallIndexer,
+  isProtected: ProtectionTest,
+  graceTurns: number,
+  wording: StubWording = EXTENSION_WORDING,
+): AgentMessage[] {
   const grace = recoveryGraceKeys(messages, graceTurns);
   let out: AgentMessage[] | null = null;
   messages.forEach((m, i) => {
@@ -33,7 +40,7 @@ export function stubReplace(messages: AgentMessage[], indexer: ToolCallIndexer, 
     if (!record || isProtected(record.toolName, record.args)) return;
     if (grace.has(resultKeyOf(m))) return;
     const ref = indexer.shortRefFor(lookup) ?? m.toolCallId;
-    const text = record.spillPath ? spilledStub(record, ref) : summarizedStub(ref);
+    const text = record.spillPath ? spilledStubIn(wording, record, ref) : summarizedStubIn(wording, record, ref);
     const stub: ToolResultMessage = {
       role: "toolResult",
       toolCallId: m.toolCallId,

@@ -6,6 +6,7 @@ import type { PruneConfig } from "../config/config.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { DiagnosticData } from "../entries/types.js";
+import type { StubWording } from "../context/vocabulary.js";
 import type { AgentMessage } from "../session/types.js";
 
 /** What every phase may read: the index rebuilt from the branch, the configuration, the protection test. */
@@ -13,6 +14,8 @@ export interface PruneContext {
   indexer: ToolCallIndexer;
   config: PruneConfig;
   isProtected: ProtectionTest;
+  /** Whose stub and chain-block texts (default the extension's: what it sends). */
+  wording?: StubWording;
 }
 
 export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";
@@ -30,6 +33,11 @@ export interface RenderDiagnostic extends DiagnosticData {
 export interface PruneResult {
   /** The final messages: the input array itself when nothing changed. */
   messages: AgentMessage[];
+  /**
+   * Where each final message came from, parallel to `messages`: the index of the input message it
+   * is (or was made from), or null for a message the render inserted (a `<compressed-chain>` block).
+   */
+  origins: (number | null)[];
   /** Each phase's output, in order. */
   phases: PhaseResult[];
   /** Deduplicated per (kind, dedupKey), in the order found. */

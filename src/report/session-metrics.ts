@@ -21,6 +21,31 @@ import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
 export type { ContextSize };
 
+/** Whom a run writes for, as `pipeline/target.ts` decides it: stock Pi too (`pi`), or the extension only. */
+export interface RunTargetShown {
+  used: "extension" | "pi";
+  reason: string;
+}
+
+/** A context before → after, and what that saves. */
+export interface ContextChange {
+  before: ContextSize;
+  after: ContextSize;
+  /** `before.tokens - after.tokens`. */
+  reclaimedTokens: number;
+  /** Rounded percentage of `before.tokens` reclaimed (0 when before is 0). */
+  reclaimedPct: number;
+}
+
+function change(before: ContextSize, after: ContextSize): ContextChange {
+  return {
+    before,
+    after,
+    reclaimedTokens: before.tokens - after.tokens,
+    reclaimedPct: before.tokens > 0 ? Math.round((100 * (before.tokens - after.tokens)) / before.tokens) : 0,
+  };
+}
+
 /** Usage the provider reported for the last request (the last assistant message with usage). */
 export interface ReportedUsage {
   entryId: string;
@@ -55,16 +80,12 @@ export interface SessionMetrics {
   frontierGapTokens: number;
   /**
    * The context Pi sends (`context/size.ts`): `before` for the file as it is, `after` once `run`
-   * (deterministic summarizer) has appended its entries — the figures `run` reports.
+   * (deterministic summarizer, for the target `run` would pick) has appended its entries — the
+   * figures `run` reports: with the extension switched on, and stock Pi's, without it (`piOnly`).
    */
-  context: {
-    before: ContextSize;
-    after: ContextSize;
-    /** `before.tokens - after.tokens`. */
-    reclaimedTokens: number;
-    /** Rounded percentage of `before.tokens` reclaimed (0 when before is 0). */
-    reclaimedPct: number;
-  };
+  context: ContextChange & { piOnly: ContextChange };
+  /** Whom `run` would write for on this session (the plan behind "after": `pipeline/target.ts`), and why. */
+  target: RunTargetShown;
   reportedUsage: ReportedUsage | null;
   index: {
     records: number;
@@ -170,10 +191,17 @@ function indexSummary(indexer: ToolCallIndexer): SessionMetrics["index"] {
 /**
  * Compute the metrics of one loaded session.
  * @param view the session, its index, projection and render (under the pruning configuration)
- * @param afterRun the render of the session after `run` (`pipeline/render.ts` `renderAfterRun`)
+ * @param afterRun the render of the session after `run` (`pipeline/render.ts` `renderAfterRun`): its
+ *   `afterAgent` is what Pi sends with the extension, its `beforeAgent` what stock Pi sends
  * @param tokenizer token estimate for every "tokens" figure (default Pi's ceil(chars / 4) per message)
+ * @param target whom the run behind `afterRun` wrote for
  */
-export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, tokenizer: Tokenizer = CHARS4): SessionMetrics {
+export function computeSessionMetrics(
+  view: MetricsInput,
+  afterRun: Rendered,
+  tokenizer: Tokenizer = CHARS4,
+  target: RunTargetShown = { used: "extension", reason: "--target extension" },
+): SessionMetrics {
   const { session, branch, indexer } = view;
   const where = (e: SessionEntry) => lineOf(session, e);
   const entryTypes: Record<string, number> = {};
@@ -189,6 +217,7 @@ export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, to
   const tokensOf = (m: AgentMessage) => tokenizer.messageTokens(m);
   const before = contextSize(view.rendered.afterAgent, tokensOf);
   const after = contextSize(afterRun.afterAgent, tokensOf);
+  const piOnly = change(contextSize(view.rendered.beforeAgent, tokensOf), contextSize(afterRun.beforeAgent, tokensOf));
   const diagnostics = findDiagnostics(view.items, view.rendered.diagnostics, branch, where, view.rendered.afterAgent);
   return {
     session: session.path,
@@ -202,12 +231,8 @@ export function computeSessionMetrics(view: MetricsInput, afterRun: Rendered, to
     toolCalls,
     toolResults,
     ...health,
-    context: {
-      before,
-      after,
-      reclaimedTokens: before.tokens - after.tokens,
-      reclaimedPct: before.tokens > 0 ? Math.round((100 * (before.tokens - after.tokens)) / before.tokens) : 0,
-    },
+    context: { ...change(before, after), piOnly },
+    target,
     reportedUsage: reportedUsageOf(lastUsage, lastUsage ? where(lastUsage.entry) : null),
     index: indexSummary(indexer),
     diagnostics,

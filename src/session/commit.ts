@@ -159,9 +159,13 @@ export interface MigrationReport {
 export async function migrateIfAsked(session: Session, options: WriteOptions): Promise<{ session: Session; migration: MigrationReport; base?: Buffer }> {
   if (session.fileVersion >= 3) return { session, migration: {} };
   if (!options.migrate) {
+    const ids =
+      options.idsNamed && session.fileVersion === 1
+        ? " Context edits for stock Pi name entries by id, and a v1 file has none: Pi gives its entries new random ids when it rewrites it, so edits written without --migrate would point nowhere."
+        : "";
     throw new UsageError(
       `${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
-        "Run with --migrate to back it up and rewrite it as v3 first (nothing was written)",
+        `Run with --migrate to back it up and rewrite it as v3 first (nothing was written).${ids}`,
     );
   }
   const inPlace = !options.dryRun && !options.output;
@@ -182,6 +186,8 @@ export interface WriteOptions {
   force: boolean;
   /** Write the original bytes plus the new entries here instead of appending. */
   output?: string;
+  /** The command writes entries that name others by id (context edits): the refusal of a v1 file says why ids matter. */
+  idsNamed?: boolean;
 }
 
 /**

@@ -4,10 +4,10 @@
  * Pi's sessions folder; no argument means the session Pi's bash tool names in `$PI_SESSION_FILE`
  * (inside Pi), else the most recent session of the current directory, the one `pi --continue` would open.
  */
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { homedir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { UsageError } from "../util/errors.js";
 import { customSessionDir, expandPiPath } from "./pi-session-dir.js";
 
@@ -112,6 +112,25 @@ export function continueFolder(cwd: string, env: NodeJS.ProcessEnv = process.env
   const root = sessionsRoot(env, cwd);
   const perCwd = join(agentDir(env), "sessions", cwdFolderName(resolve(cwd)));
   return root.flat ? { dir: root.dir, filterCwd: resolve(root.dir) !== perCwd } : { dir: perCwd, filterCwd: false };
+}
+
+/**
+ * Whether `condense query` run in `cwd` without `$PI_SESSION_FILE` searches the folder that holds
+ * `file` (the folder `pi --continue` searches for `cwd`, {@link continueFolder}). Inside Pi 1.6 the
+ * bash tool names the current session in `$PI_SESSION_FILE` anyway; this decides whether the
+ * recovery command written into stock-Pi stubs also needs `--session <file>`.
+ * @param cwd the session's working directory (its header's `cwd`); undefined → false
+ */
+export function continueFolderHolds(file: string, cwd: string | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (!cwd) return false;
+  const real = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return resolve(p);
+    }
+  };
+  return real(dirname(resolve(file))) === real(continueFolder(cwd, env).dir);
 }
 
 /**

@@ -6,13 +6,14 @@
  * gives what Pi sends with the extension loaded, the refs the extension rebuilt, and what its
  * `context_tree_query` returns for the same ids.
  */
-import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
 import { parseOccurrenceKey } from "../../src/context/vocabulary.js";
 import { ToolCallIndexer } from "../../src/prune/indexer.js";
 import { loadSession } from "../../src/session/session.js";
 import { runCli, type CliRun } from "../cli-harness.js";
+import { SHARED_SESSIONS } from "../helpers.js";
 import { runHarness, type HarnessJob, type HarnessResult } from "./client.js";
 
 export const NOW = "2026-02-01T00:00:00.000Z";
@@ -87,20 +88,28 @@ async function condenseState(file: string, piFile: string, env: Record<string, s
   return { piFile, render, refs, nextShortRef, queries, answers, kinds };
 }
 
+/** How `run` is run: whom it writes for (default the extension only), and where the copy it writes lies. */
+export interface RunAs {
+  target?: "extension" | "pi";
+  /** The path of the copy `run` writes (default `<dir>/after/<name>`). */
+  afterPath?: (source: string) => string;
+}
+
 /**
  * Prepare one session: copies for Pi and for `run`, condense's answers before and after `run`.
  * @param dir a fresh folder for this session's copies (sidecars go beside them)
  */
-export async function prepareCase(name: string, source: string, dir: string, env: Record<string, string>): Promise<OracleCase> {
+export async function prepareCase(name: string, source: string, dir: string, env: Record<string, string>, options: RunAs = {}): Promise<OracleCase> {
   mkdirSync(path.join(dir, "before"), { recursive: true });
-  mkdirSync(path.join(dir, "after"), { recursive: true });
   const beforeCopy = path.join(dir, "before", path.basename(source));
   copyFileSync(source, beforeCopy);
   // condense reads the original (read-only: a v1/v2 file is migrated in memory); Pi gets a copy.
   const before = await condenseState(source, beforeCopy, env);
-  const afterCopy = path.join(dir, "after", path.basename(source));
+  const afterCopy = options.afterPath?.(source) ?? path.join(dir, "after", path.basename(source));
+  mkdirSync(path.dirname(afterCopy), { recursive: true });
+  const target = options.target ?? "extension";
   copyFileSync(source, afterCopy);
-  const run = await runCli(["run", afterCopy, "--migrate", "--quiet"], env);
+  const run = await runCli(["run", afterCopy, "--migrate", "--target", target, "--quiet"], env);
   const after = run.code === 0 ? await condenseState(afterCopy, afterCopy, env) : null;
   return { name, source, before, after, run };
 }
@@ -113,16 +122,16 @@ export interface PreparedSession {
 
 /**
  * Prepare every session (condense's side, one after the other, in `dir`), then run the harness
- * over all of them in `children` child processes at once.
+ * over all of them in `children` child processes at once; `run` as `runAs` says.
  * @param agentDir Pi's agent folder for both sides (its settings.json switches the extension on)
  * @returns by file name
  */
-export async function prepareSuite(sources: string[], dir: string, agentDir: string, children = 1): Promise<Map<string, PreparedSession>> {
+export async function prepareSuite(sources: string[], dir: string, agentDir: string, children = 1, runAs: RunAs = {}): Promise<Map<string, PreparedSession>> {
   const env = { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: agentDir };
   const cases: OracleCase[] = [];
   for (const source of sources) {
     const name = path.basename(source);
-    cases.push(await prepareCase(name, source, path.join(dir, name.replace(/\.jsonl$/, "")), env));
+    cases.push(await prepareCase(name, source, path.join(dir, name.replace(/\.jsonl$/, "")), env, runAs));
   }
   const groups = Array.from({ length: children }, (_, g) => cases.filter((_, i) => i % children === g));
   const answers = await Promise.all(groups.map((group) => runHarness(group.flatMap(harnessJobs), agentDir)));
@@ -209,6 +218,40 @@ export function compareState(label: string, ours: CondenseState, pi: HarnessResu
     if (k.truncated) figures.truncated++;
   }
 }
+
+/** Fixtures Pi cannot use: what Pi says (opening, or building the context), and what condense says. */
+export const PI_REFUSES: Record<string, { pi: RegExp; condense: RegExp }> = {
+  "bad-bom.jsonl": { pi: /^Session file is not a valid pi session/, condense: /line 1 starts with a UTF-8 byte-order mark/ },
+  "bad-no-header.jsonl": { pi: /^Session file is not a valid pi session/, condense: /no session header: the first entry \(line 1, a "message" entry\)/ },
+  "bad-not-jsonl.jsonl": { pi: /^Session file is not a valid pi session/, condense: /not a JSONL session: none of its 4 non-blank line\(s\) is a JSON object/ },
+  "bad-number-before-header.jsonl": { pi: /^Session file is not a valid pi session/, condense: /no session header: the first entry \(line 1, a JSON number\)/ },
+  "bad-null-message.jsonl": {
+    pi: /^buildSessionContext: Cannot read properties of null \(reading 'role'\)/,
+    condense: /a message entry without a message object at .*:4 \(byte 580\)/,
+  },
+};
+/**
+ * A parent cycle: Pi's buildSessionContext walks the cycle until the array it builds cannot grow
+ * (RangeError "Invalid array length" after about 6 s and 2.5 GB under Node 22; a fatal crash under
+ * Node 20), so it is not handed to Pi here; condense refuses it.
+ */
+export const CYCLE = "bad-parent-cycle.jsonl";
+/** An empty file: Pi opens it as a session without messages; condense refuses it. */
+export const EMPTY = "bad-empty.jsonl";
+/** Pi skips the cut-off final line and sends the rest; condense renders that too, but will not write to a file that may still be being written. */
+export const STILL_WRITTEN = "bad-truncated-final-line.jsonl";
+
+/** The shared session files (sorted names; none when ../shared/sessions is absent). */
+export function sharedSessionFiles(): string[] {
+  return existsSync(SHARED_SESSIONS)
+    ? readdirSync(SHARED_SESSIONS)
+        .filter((f) => f.endsWith(".jsonl"))
+        .sort()
+    : [];
+}
+
+/** The one shared file Pi refuses to open: no header line (SOURCES.md); condense refuses to run on it. */
+export const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
 
 /** The bytes of a file (to check that nothing touched a read-only input). */
 export const bytesOf = (file: string): Buffer => readFileSync(file);

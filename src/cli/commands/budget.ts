@@ -7,6 +7,7 @@ import { Option, type Command } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig, setKey } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
+import { runFor } from "../../pipeline/target.js";
 import { budgetChart } from "../../report/budget-chart.js";
 import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
 import { MAX_BUDGET_WINDOW } from "../../report/budget.js";
@@ -79,8 +80,8 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
     for (const w of unknownModelWarnings(session.path, report)) out.warn(w);
-    // The context Pi sends now and after `run` (deterministic summarizer): the figures run and metrics print.
-    const afterRun = await renderAfterRun(view.fork());
+    // The context Pi sends now and after `run` (deterministic summarizer, for the target run would pick): the figures run and metrics print.
+    const afterRun = await renderAfterRun(view.fork(), undefined, runFor("auto", session.path, session.header?.cwd));
     const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(afterRun.afterAgent) };
     const label = sessionLabel(session);
     if (options.json) {

@@ -46,6 +46,12 @@ export interface MetricsTotals {
   failed: number;
   contextBeforeTokens: number;
   contextAfterTokens: number;
+  /** Stock Pi's context (`context.piOnly`), summed. */
+  contextPiOnlyBeforeTokens: number;
+  contextPiOnlyAfterTokens: number;
+  /** Each session's figure for the target `run` would pick (stock Pi's or the extension's), summed: what the table shows. */
+  contextShownBeforeTokens: number;
+  contextShownAfterTokens: number;
   reclaimedTokens: number;
   reportedTokens: number;
   openCycleThinkingTokens: number;
@@ -126,6 +132,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
       const table = formatTable(rows, totals, out);
       out.print(table.text);
       out.print(out.c.dim(wrapWords(table.layout === 1 ? COMPACT_LEGEND : WIDE_LEGEND, width)));
+      out.print(out.c.dim(wrapWords(bothLine(rows, totals), width)));
     }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
@@ -173,12 +180,20 @@ function mergeShards(paths: string[]): { outcomes: FileOutcome<SessionMetrics>[]
 }
 
 const WIDE_LEGEND =
-  "context = what Pi sends now → after `condense run` · reported = provider-reported tokens of the last request · " +
+  "context = what Pi sends now → after `condense run`, for the target run would pick (stock Pi, or Pi with the pi-condense extension) · reported = provider-reported tokens of the last request · " +
   "open think = thinking after the last final reply · chain % = largest chain's share of the branch · " +
   "gap = unsummarized tool output past the frontier · rec/sum/ali/spl/chn = index records, summaries, dedup aliases, spills, chains";
 const COMPACT_LEGEND =
-  "context = what Pi sends now → after `condense run` · gap = unsummarized tool output past the frontier · " +
+  "context = what Pi sends now → after `condense run`, for the target run would pick · gap = unsummarized tool output past the frontier · " +
   "chain = largest chain's share of the branch · diag = structural faults (--json for everything)";
+
+/** Stock Pi's figure next to the extension's, for what the table shows of only one: `stock Pi a → b (-x%) · with the extension c → d (-y%)`. */
+function bothLine(rows: SessionMetrics[], t: MetricsTotals): string {
+  const change = (a: number, b: number) => `${fmt(a)} → ${fmt(b)} (${percentChange(a, b)})`;
+  const targets = new Set(rows.map((r) => `${r.target.used}: ${r.target.reason}`));
+  const why = targets.size === 1 ? ` · run would write for ${[...targets][0]}` : "";
+  return `${rows.length > 1 ? "in total: " : ""}stock Pi ${change(t.contextPiOnlyBeforeTokens, t.contextPiOnlyAfterTokens)} · with the extension ${change(t.contextBeforeTokens, t.contextAfterTokens)}${why}`;
+}
 
 const tokens = (flag: string, value: string | undefined) => (value === undefined ? undefined : parseTokenCount(flag, value));
 
@@ -212,6 +227,10 @@ export function totalsOf(rows: SessionMetrics[], failed: number): MetricsTotals 
     failed,
     contextBeforeTokens: sum((r) => r.context.before.tokens),
     contextAfterTokens: sum((r) => r.context.after.tokens),
+    contextPiOnlyBeforeTokens: sum((r) => r.context.piOnly.before.tokens),
+    contextPiOnlyAfterTokens: sum((r) => r.context.piOnly.after.tokens),
+    contextShownBeforeTokens: sum((r) => (r.target.used === "pi" ? r.context.piOnly : r.context).before.tokens),
+    contextShownAfterTokens: sum((r) => (r.target.used === "pi" ? r.context.piOnly : r.context).after.tokens),
     reclaimedTokens: sum((r) => r.context.reclaimedTokens),
     reportedTokens: sum((r) => r.reportedUsage?.tokens ?? 0),
     openCycleThinkingTokens: sum((r) => r.openCycleThinkingTokens),
@@ -269,8 +288,9 @@ interface RowFigures {
 function figuresOf(r: SessionMetrics): RowFigures {
   const s = r.index.summarizer;
   return {
-    before: r.context.before.tokens,
-    after: r.context.after.tokens,
+    // The figure of the target `run` would pick: stock Pi's, or the extension's.
+    before: (r.target.used === "pi" ? r.context.piOnly : r.context).before.tokens,
+    after: (r.target.used === "pi" ? r.context.piOnly : r.context).after.tokens,
     reported: r.reportedUsage ? fmt(r.reportedUsage.tokens) : "—",
     thinking: r.openCycleThinkingTokens,
     share: `${r.largestChainSharePct}%`,
@@ -284,8 +304,8 @@ function figuresOf(r: SessionMetrics): RowFigures {
 
 function totalFigures(t: MetricsTotals): RowFigures {
   return {
-    before: t.contextBeforeTokens,
-    after: t.contextAfterTokens,
+    before: t.contextShownBeforeTokens,
+    after: t.contextShownAfterTokens,
     reported: fmt(t.reportedTokens),
     thinking: t.openCycleThinkingTokens,
     share: `max ${t.largestChainSharePctMax}%`,

@@ -13,6 +13,7 @@ import { COMMAND_SUMMARIES } from "../command-list.js";
 import { ToolCallIndexer } from "../../prune/indexer.js";
 import { blobsFolder } from "../../prune/spill.js";
 import { projectBranch } from "../../context/projection.js";
+import { withoutOwnContextEdits } from "../../entries/read.js";
 import { type ContextOccurrences, contextOccurrences } from "../../prune/occurrences.js";
 import { imageLines, imagesOf, type ResultImage } from "../../query/images.js";
 import {
@@ -128,7 +129,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];
     const unknown: { ref: string; reason: string }[] = [];
-    const occurrences = contextOccurrences(projectBranch(session.branch));
+    // The results as the user has them: a stock-Pi stub (run --target pi) leaves no image in the projection.
+    const occurrences = contextOccurrences(projectBranch(withoutOwnContextEdits(session.branch)));
     if (options.saveImages !== undefined) mkdirSync(options.saveImages, { recursive: true });
     for (const ref of refs) {
       const lookup = lookupRef(indexer, ref);
@@ -143,7 +145,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
       }
     }
     if (options.json) out.printJson({ session: session.path, results, unknown });
-    else if (blocks.length > 0) out.print(blocks.join("\n\n"));
+    // Always one newline after the last block, so an output's own final newline survives (byte-exact).
+    else if (blocks.length > 0) out.write(`${blocks.join("\n\n")}\n`);
     for (const u of unknown) out.error(`unknown ref ${u.ref}: ${u.reason}`);
     if (unknown.length > 0) exit.code = 1;
   });

@@ -7,6 +7,7 @@ import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
 import type { RenderAs } from "../../pipeline/render.js";
+import { runFor as decideRunFor, type TargetChoice } from "../../pipeline/target.js";
 import type { Rendered } from "../../render/render.js";
 import { transcriptPieces } from "../../render/transcript.js";
 import { formatLabel, sessionLabel } from "../../session/label.js";
@@ -24,6 +25,7 @@ interface RenderOptions extends CommonOptions, ConfigFlags {
   stats?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
+  target: TargetChoice;
 }
 
 export function registerRender(program: Command, _exit: ExitState): void {
@@ -40,7 +42,12 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print the context's size now and after `run`, and after projection and each phase, instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
-    .option("--model <provider/id>", "with --dry-run: summarizer model");
+    .option("--model <provider/id>", "with --dry-run: summarizer model")
+    .addOption(
+      new Option("--target <target>", "whom the run after which the context is shown writes for (as run --target: pi, extension, auto)")
+        .choices(["auto", "pi", "extension"])
+        .default("auto"),
+    );
   withConfigOptions(cmd)
     .option("--no-chain", "with --dry-run: skip chain compression")
     .addHelpText(
@@ -63,7 +70,9 @@ export function registerRender(program: Command, _exit: ExitState): void {
     await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
-    const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model } : null;
+    // Whom `run` would write for: the plan behind --dry-run and the "after" figure.
+    const runFor = decideRunFor(options.target, session.path, session.header?.cwd);
+    const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model, runFor } : null;
     const view = sessionView(session, config);
     const rendered = await renderSession(view, dryRun, options.as);
     // What run writes shrinks Pi's context only with the extension switched on (--as pi-only shows the other case).
@@ -74,16 +83,16 @@ export function registerRender(program: Command, _exit: ExitState): void {
     if (options.json || options.stats) {
       // The one "before → after" (as `run`, `metrics` and `budget` print it): the context Pi sends
       // now, and after `run` — the --dry-run plan when there is one, else a deterministic plan.
-      const after = dryRun ? rendered : await renderAfterRun(view.fork());
+      const after = dryRun ? rendered : await renderAfterRun(view.fork(), undefined, runFor);
       const context = { before: contextSize(sentMessages(view.rendered, options.as)), after: contextSize(sentMessages(after, options.as)) };
       const stats = renderStats(rendered);
       const label = sessionLabel(session);
-      const head = { session: session.path, label, dryRun: !!options.dryRun, as: options.as, context };
+      const head = { session: session.path, label, dryRun: !!options.dryRun, as: options.as };
       if (options.json) {
-        out.printJson({ ...head, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
+        out.printJson({ ...head, target: runFor.target, context, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
         return;
       }
-      if (options.format === "json") out.printJson({ ...head, stats });
+      if (options.format === "json") out.printJson({ ...head, context, stats });
       else out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as: options.as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
     else out.printPieces(transcriptPieces(rendered.afterAgent, out.c));

@@ -8,6 +8,7 @@ import { Option, type Command } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import type { RunFileResult, RunHooks } from "../../pipeline/run.js";
+import type { TargetChoice } from "../../pipeline/target.js";
 import type { FlushProgress } from "../../prune/flush.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
@@ -46,6 +47,7 @@ interface RunOptions extends CommonOptions, ConfigFlags, ArchiveOptions {
   force?: boolean;
   migrate?: boolean;
   output?: string;
+  target: TargetChoice;
   estimate?: boolean;
   /** `--no-cache` sets it false. */
   cache?: boolean;
@@ -71,9 +73,10 @@ function declareRun(program: Command): Command {
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
     .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
     .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
+    .addOption(targetOption())
     .addHelpText(
       "after",
-      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json\n" +
+      "\nExamples:\n  condense session.jsonl\n  condense run session.jsonl --target pi --output condensed.jsonl\n  condense ~/.pi/agent/sessions/ --dry-run --json\n" +
         "  condense session.jsonl --model anthropic/claude-haiku-4-5 --estimate",
     );
   return cmd;
@@ -95,8 +98,8 @@ export function registerRun(program: Command, exit: ExitState): void {
     const { files } = selection;
     if (options.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(options.output, files);
     await warnIgnoredProjectSettings(out, files);
-    // What run writes shrinks Pi's context only with the extension switched on.
-    if (!options.quiet) {
+    // The extension's entries alone shrink Pi's context only with the extension switched on.
+    if (!options.quiet && options.target === "extension") {
       const off = await extensionOffWarning(files, "run");
       if (off) out.warn(off);
     }
@@ -113,6 +116,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       migrate: !!options.migrate,
       force: !!options.force,
       output: options.output,
+      target: options.target,
     };
     let outcomes: FileOutcome<RunFileResult>[];
     try {
@@ -213,6 +217,16 @@ function printOutcome(out: Output, run: RunOutcome): void {
   if (failures.length > 0 && files > 1 && !interrupted) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
   if (interrupted) out.error(interruptedMessage(run, files));
+}
+
+/** `--target`: whom run writes for (pipeline/target.ts). */
+function targetOption(): Option {
+  return new Option(
+    "--target <target>",
+    "pi: also write Pi's own context edits, so stock Pi sends the pruned context; extension: only the pi-condense extension's entries; auto: pi unless Pi's settings show the extension installed and switched on",
+  )
+    .choices(["auto", "pi", "extension"])
+    .default("auto");
 }
 
 /** Warnings, summarizer notices and (for a single session on a TTY) a progress spinner. */
