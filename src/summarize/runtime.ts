@@ -81,6 +81,12 @@ export const KNOWN_APIS = Object.keys(API_IMPLEMENTATIONS);
 const SHARED_FETCH_APIS = new Set(["openai-completions", "openai-responses", "azure-openai-responses", "anthropic-messages"]);
 let sharedFetch: typeof globalThis.fetch | undefined;
 
+/** The process's shared keep-alive client, made on first use. */
+function shared(): typeof globalThis.fetch {
+  sharedFetch ??= keepAliveFetch();
+  return sharedFetch;
+}
+
 /** One model to make reachable: the model, its credentials and pi-ai's built-in provider if any. */
 export interface RuntimeModel {
   model: Model<Api>;
@@ -133,7 +139,7 @@ export function buildModels(entries: RuntimeModel[]): Pick<Models, "streamSimple
       const { auth } = found.entry;
       const requestModel = auth.baseUrl ? { ...model, baseUrl: auth.baseUrl } : model;
       const env = auth.env || options?.env ? { ...auth.env, ...options?.env } : undefined;
-      const fetch = options?.fetch ?? (SHARED_FETCH_APIS.has(model.api) ? (sharedFetch ??= keepAliveFetch()) : undefined);
+      const fetch = options?.fetch ?? (SHARED_FETCH_APIS.has(model.api) ? shared() : undefined);
       return found.streams.streamSimple(requestModel, normalizeContext(context), {
         ...options,
         ...(fetch ? { fetch } : {}),
