@@ -126,7 +126,8 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     server.requests.length = 0;
     const file = copyInto(tmp.dir, SOURCE, "twice.jsonl");
     const before = readFileSync(file);
-    const run = start("twice-run", ["run", file, "--model", "local/m1"]);
+    // Not from the cache: the archive's rerun above stored answers for this very session.
+    const run = start("twice-run", ["run", file, "--model", "local/m1", "--no-cache"]);
     await waitFor("the model requests", () => server.requests.length >= 1);
     run.keys("C-c");
     run.keys("C-c");
