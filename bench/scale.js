@@ -131,7 +131,9 @@ export function formatScaleRow(row) {
     if (before && k[name]) {
       lines.push(
         `  ${name} before (base) → now: CPU ${(before.cpuMs / 1000).toFixed(2)} → ${(k[name].cpuMs / 1000).toFixed(2)} s (${x(k[name].cpuMs / before.cpuMs)}), ` +
-          `RSS ${x(before.rssBytes / row.bytes)} → ${x(k[name].rssBytes / row.bytes)} file; before / limit ${x(before.cpuMs / k.limit.cpuMs)}, before / pi ${x(before.cpuMs / k.pi.cpuMs)}`,
+          `RSS ${x(before.rssBytes / row.bytes)} → ${x(k[name].rssBytes / row.bytes)} file` +
+          (k.limit ? `; before / limit ${x(before.cpuMs / k.limit.cpuMs)}` : "") +
+          (k.pi ? `, before / pi ${x(before.cpuMs / k.pi.cpuMs)}` : ""),
       );
     }
   }

@@ -10,7 +10,7 @@ import type { SessionEntry } from "../src/session/types.js";
 import { compileGlob, protectionTest } from "../src/prune/protect.js";
 import { headPreview, sidecarName, sidecarPath } from "../src/prune/spill.js";
 import { callNotes, fuseDeterministically, keyArgument, notableLines, summarizeDeterministically } from "../src/summarize/deterministic.js";
-import { RECOVERY_HINT } from "../src/context/vocabulary.js";
+import { exceedsHead, HEAD_MAX_BYTES, HEAD_MAX_LINES, RECOVERY_HINT } from "../src/context/vocabulary.js";
 import { composeSummary, substituteInlineRefs, withoutRecoveryHint, withRecoveryHint } from "../src/summarize/refs.js";
 
 describe("protectedPaths glob contract", () => {
@@ -236,5 +236,22 @@ describe("refs on index entries, read as the extension reads them", () => {
     expect(indexer.nextShortRef).toBe(36);
     expect(indexer.isSummarized("call_1@10")).toBe(true);
     expect(indexer.allocateRef({ toolCallId: "call_3", resultTimestamp: 30 }).shortId).toBe("t36");
+  });
+});
+
+describe("exceedsHead: past the head condense query prints by default", () => {
+  it("counts UTF-8 bytes, not characters, and lines without the trailing newline", () => {
+    expect(exceedsHead("")).toBe(false);
+    expect(exceedsHead("a".repeat(HEAD_MAX_BYTES))).toBe(false);
+    expect(exceedsHead("a".repeat(HEAD_MAX_BYTES + 1))).toBe(true);
+    // 3 bytes each: 17,066 of them and two ASCII characters are 51,200 bytes, one more is past.
+    expect(exceedsHead("€".repeat(Math.floor(HEAD_MAX_BYTES / 3)))).toBe(false);
+    expect(exceedsHead(`${"€".repeat(Math.floor(HEAD_MAX_BYTES / 3))}ab`)).toBe(false);
+    expect(exceedsHead(`${"€".repeat(Math.floor(HEAD_MAX_BYTES / 3))}abc`)).toBe(true);
+    // A surrogate pair: 4 bytes for 2 code units.
+    expect(exceedsHead("😀".repeat(HEAD_MAX_BYTES / 4))).toBe(false);
+    expect(exceedsHead(`${"😀".repeat(HEAD_MAX_BYTES / 4)}a`)).toBe(true);
+    expect(exceedsHead("x\n".repeat(HEAD_MAX_LINES))).toBe(false);
+    expect(exceedsHead(`${"x\n".repeat(HEAD_MAX_LINES)}x`)).toBe(true);
   });
 });

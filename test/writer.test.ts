@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { convertToLlm, projectBranch } from "../src/context/projection.js";
 import { loadSession } from "../src/session/session.js";
 import type { NewEntry, SessionEntry } from "../src/session/types.js";
-import { appendEntries, chainEntries, FileChangedError, FileLockedError, serializeAppend } from "../src/session/writer.js";
+import { appendedBytes, appendEntries, chainEntries, EntryChain, FileChangedError, FileLockedError, serializeAppend } from "../src/session/writer.js";
 import { copyInto, FIXTURES, HEX8, importPiMessages, importPiSessionManager, makeTempDir, SHARED_SESSIONS, loose } from "./helpers.js";
 
 const NOW = "2026-02-01T12:00:00.000Z";
@@ -158,6 +158,32 @@ describe("newline repair", () => {
     const sm = Pi.SessionManager.open(r.file);
     expect(sm.getLeafId()).toBe(r.entries[2].id);
     expect(readFileSync(r.file).equals(r.after)).toBe(true); // Pi had nothing to repair
+  });
+});
+
+describe("placing entries group by group", () => {
+  it("gives exactly what one chainEntries call gives, ids never taken twice nor from the file", async () => {
+    const session = await loadSession(path.join(FIXTURES, "compaction-and-context-edit.jsonl"));
+    const all = payloads(session.leaf!.id);
+    const whole = chainEntries(session, all, NOW);
+    for (let cut = 0; cut <= all.length; cut++) {
+      const chain = new EntryChain(session, NOW);
+      const groups = [...chain.append(all.slice(0, cut)), ...chain.append([]), ...chain.append(all.slice(cut))];
+      expect(serializeAppend(session, groups)).toBe(serializeAppend(session, whole));
+    }
+    expect(whole[0].parentId).toBe(session.leaf!.id);
+    expect(new Set(whole.map((e) => e.id)).size).toBe(whole.length);
+    for (const e of whole) expect(session.byId.has(e.id)).toBe(false);
+    // The session's own ids are read, not copied or changed.
+    expect(session.byId.size).toBe(session.entries.length);
+  });
+
+  it("counts the bytes serializeAppend gives, newline repair and multi-byte characters included", async () => {
+    for (const name of ["compaction-and-context-edit.jsonl", "no-final-newline.jsonl"]) {
+      const session = await loadSession(path.join(FIXTURES, name));
+      const entries = chainEntries(session, [...payloads(session.leaf!.id), { type: "custom", customType: "x", data: { text: "é€😀\n\u2028" } }], NOW);
+      expect(appendedBytes(session, entries), name).toBe(Buffer.byteLength(serializeAppend(session, entries), "utf8"));
+    }
   });
 });
 

@@ -147,7 +147,9 @@ export const HEAD_MAX_BYTES = 50 * 1024;
  * lines (a trailing newline starts none) or more than {@link HEAD_MAX_BYTES} UTF-8 bytes.
  */
 export function exceedsHead(text: string): boolean {
-  if (Buffer.byteLength(text, "utf8") > HEAD_MAX_BYTES) return true;
+  // A UTF-16 code unit takes 1 to 3 UTF-8 bytes (a surrogate pair 4): count bytes only in between.
+  if (text.length > HEAD_MAX_BYTES) return true;
+  if (text.length * 3 > HEAD_MAX_BYTES && Buffer.byteLength(text, "utf8") > HEAD_MAX_BYTES) return true;
   let lines = text === "" ? 0 : 1;
   for (let i = text.indexOf("\n"); i !== -1 && lines <= HEAD_MAX_LINES; i = text.indexOf("\n", i + 1)) if (i < text.length - 1) lines++;
   return lines > HEAD_MAX_LINES;

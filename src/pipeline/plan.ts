@@ -29,7 +29,7 @@ import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recover
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
 import type { AgentMessage, NewEntry, SessionEntry } from "../session/types.js";
-import { chainEntries } from "../session/writer.js";
+import { EntryChain } from "../session/writer.js";
 import { withRecoveryHint } from "../summarize/refs.js";
 import type { Summarizer } from "../summarize/types.js";
 import { sumUsage } from "../summarize/usage.js";
@@ -178,48 +178,53 @@ function finishPlan(
   options: PlanOptions,
   parts: { indexer: ToolCallIndexer; pruning: NewEntry[]; tail: NewEntry[]; collisions: DiagnosticData[] },
 ): Finished {
-  const nowIso = new Date(options.nowMs).toISOString();
-  const draft = chainEntries(view.session, parts.pruning, nowIso);
+  // Every entry is placed once, as it is decided: the chain continues from group to group.
+  const chain = new EntryChain(view.session, new Date(options.nowMs).toISOString());
+  const draft = chain.append(parts.pruning);
   const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
   const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
   // Only the render is wanted: for the extension, what follows does not change it. (Stock Pi's
   // edits do change with the recovery index and the tail: they are planned for the `pi` target.)
   if (options.renderOnly && !forStockPi) return { entries: draft, after, final: after, recovery: NO_RECOVERY, edits: null, piOnlyAfter: after.beforeAgent };
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
-  const payloads = [...parts.pruning, ...(recovery.entry ? [recovery.entry] : []), ...parts.tail];
-  const native = forStockPi ? nativeStep(view, payloads, options) : null;
+  const placed: SessionEntry[] = [...draft, ...chain.append([...(recovery.entry ? [recovery.entry] : []), ...parts.tail])];
+  const native = forStockPi ? nativeStep(view, placed, chain, options) : null;
+  if (native) placed.push(...native.entries);
   // Stock Pi's edits change what the extension sees: a later run reads the diagnostics of that render too.
-  const edited = native?.payloads.length ? chainEntries(view.session, [...payloads, ...native.payloads], nowIso) : null;
-  const final = edited ? renderBranch([...view.branch, ...edited], view.config) : after;
+  // (Edits and their listing are no context-prune entries: the index of the branch before them is theirs.)
+  const final = native?.entries.length ? renderBranch([...view.branch, ...placed], view.config, native.indexer) : after;
   // Diagnostics never change a render.
-  if (options.renderOnly) return { entries: edited ?? draft, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
+  if (options.renderOnly) return { entries: placed, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
   const found = [...after.diagnostics, ...(final === after ? [] : final.diagnostics), ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))];
   const diagnostics = unrecordedDiagnostics(view.branch, found);
-  const entries = chainEntries(view.session, [...payloads, ...(native?.payloads ?? []), ...diagnostics.map(diagnosticEntry)], nowIso);
+  const entries = [...placed, ...chain.append(diagnostics.map(diagnosticEntry))];
   return { entries, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
 }
 
 /**
- * Native mode: the context edits that make Pi's projection of the branch after `payloads` the
- * render of it (render/context-edits.ts), then the `condense-context-edits` entry listing their ids.
- * Chaining is deterministic, so the ids found here are the ids the edits get when everything is
- * chained again with the diagnostics after them.
- * @returns the payloads to append, and the plan (for the report)
+ * Native mode: the context edits that make Pi's projection of the branch after `placed` the
+ * render of it (render/context-edits.ts), then the `condense-context-edits` entry listing their
+ * ids, both placed on `chain` after `placed`.
+ * @returns the entries placed, the plan (for the report) and the index of the branch with `placed`
  */
-function nativeStep(view: SessionView, payloads: NewEntry[], options: PlanOptions): { payloads: NewEntry[]; plan: ContextEditPlan } {
-  const nowIso = new Date(options.nowMs).toISOString();
-  const branch = [...view.branch, ...chainEntries(view.session, payloads, nowIso)];
+function nativeStep(
+  view: SessionView,
+  placed: SessionEntry[],
+  chain: EntryChain,
+  options: PlanOptions,
+): { entries: SessionEntry[]; plan: ContextEditPlan; indexer: ToolCallIndexer } {
+  const branch = [...view.branch, ...placed];
+  const indexer = ToolCallIndexer.fromBranch(branch);
   const ctx = {
-    indexer: ToolCallIndexer.fromBranch(branch),
+    indexer,
     config: view.config,
     isProtected: view.isProtected,
     wording: { target: "pi" as const, recovery: options.recovery ?? {} },
   };
   const plan = planContextEdits(branch, ctx, ownContextEditIds(view.branch));
-  if (plan.edits.length === 0) return { payloads: [], plan };
-  const edits = plan.edits.map((e) => contextEditEntry(e.targetId, e.replacement));
-  const chained = chainEntries(view.session, [...payloads, ...edits], nowIso).slice(payloads.length);
-  return { payloads: [...edits, contextEditsEntry({ editIds: chained.map((e) => e.id) })], plan };
+  if (plan.edits.length === 0) return { entries: [], plan, indexer };
+  const edits = chain.append(plan.edits.map((e) => contextEditEntry(e.targetId, e.replacement)));
+  return { entries: [...edits, ...chain.append([contextEditsEntry({ editIds: edits.map((e) => e.id) })])], plan, indexer };
 }
 
 /** Why summaries and chains were withheld: what Pi sends would have grown from `from` to `to`. */

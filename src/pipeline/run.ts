@@ -10,7 +10,7 @@ import type { FlushProgress } from "../prune/flush.js";
 import { commitRun, openForWrite, refuseIfOpenNow, type WriteOptions } from "../session/commit.js";
 import { sessionLabel, type SessionLabel } from "../session/label.js";
 import type { Session } from "../session/session.js";
-import { serializeAppend } from "../session/writer.js";
+import { appendedBytes } from "../session/writer.js";
 import { emptyEstimate, type Estimate } from "../summarize/estimate.js";
 import { reusingSummarizer } from "../summarize/reuse.js";
 import { createEstimator, createSummarizer } from "../summarize/select.js";
@@ -194,7 +194,7 @@ function diskGrowth(session: Session, plan: RunPlan | undefined): DiskGrowth {
   const sidecars = plan?.sidecars ?? [];
   return {
     fileBytes: session.size,
-    appendBytes: entries.length > 0 ? Buffer.byteLength(serializeAppend(session, entries), "utf8") : 0,
+    appendBytes: entries.length > 0 ? appendedBytes(session, entries) : 0,
     sidecarFiles: sidecars.length,
     sidecarBytes: sidecars.reduce((n, s) => n + Buffer.byteLength(s.text, "utf8"), 0),
     sidecarDirs: [...new Set(sidecars.map((s) => dirname(s.path)))],

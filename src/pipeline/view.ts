@@ -79,13 +79,14 @@ export class SessionView {
   }
 
   /**
-   * A view of the same session that shares what this one has computed (projection, messages,
+   * A view of the same session that shares what this one has computed (projections, messages,
    * capture, render as read — computed now if not yet) and has an index of its own, so that
    * planning on it leaves this view's index as read. Fork before planning on this view.
    */
   fork(): SessionView {
     const other = new SessionView(this.session, this.config);
     other.projected = this.context;
+    other.source = this.sourceContext;
     other.ownMessages = this.branchMessages;
     other.captured = this.capture;
     other.renderedAsRead = this.rendered;

@@ -73,8 +73,10 @@ export class ConcurrentAppendError extends CondenseError {
  */
 export class IdAllocator {
   private counter = 0;
+  private readonly given = new Set<string>();
+  /** @param taken ids already in the file (read, never copied) */
   constructor(
-    private readonly taken: Set<string>,
+    private readonly taken: { has(id: string): boolean },
     private readonly seed: string,
   ) {}
 
@@ -84,8 +86,8 @@ export class IdAllocator {
         .update(`${this.seed}\0${this.counter++}`)
         .digest("hex")
         .slice(0, 8);
-      if (!this.taken.has(id)) {
-        this.taken.add(id);
+      if (!this.taken.has(id) && !this.given.has(id)) {
+        this.given.add(id);
         return id;
       }
     }
@@ -94,6 +96,45 @@ export class IdAllocator {
 
 /** Kinds Pi writes with id, parentId and timestamp after the payload. */
 const IDS_LAST = new Set<string>(["custom", "custom_message"]);
+
+/** An entry placed on the branch: its payload with id, parent and timestamp. */
+export type Placed<P extends NewEntry> = P & Pick<SessionEntryBase, "id" | "parentId" | "timestamp">;
+
+/**
+ * Entries appended one group after another after a session's leaf: each group continues where the
+ * one before it stopped (ids, parents), so placing `[a, b]` then `[c]` gives exactly the entries
+ * {@link chainEntries} gives for `[a, b, c]` — a plan places its entries as it decides them, once.
+ */
+export class EntryChain {
+  private readonly ids: IdAllocator;
+  private parentId: string | null;
+
+  /**
+   * @param session the session as read (its leaf becomes the first parent)
+   * @param nowIso ISO timestamp for every new entry
+   */
+  constructor(
+    session: Pick<Session, "leaf" | "byId" | "id">,
+    private readonly nowIso: string,
+  ) {
+    this.ids = new IdAllocator(session.byId, `${session.id}\0${session.leaf?.id ?? ""}\0${nowIso}`);
+    this.parentId = session.leaf?.id ?? null;
+  }
+
+  /** Place `entries` after everything placed so far, in order (see {@link chainEntries}). */
+  append<P extends NewEntry>(entries: P[]): Placed<P>[] {
+    const timestamp = this.nowIso;
+    return entries.map((payload) => {
+      const id = this.ids.next();
+      const parentId = this.parentId;
+      const placed = { ...payload, id, parentId, timestamp };
+      // The same fields, in Pi's order for this kind (JSON keeps insertion order).
+      const entry = IDS_LAST.has(payload.type) ? placed : Object.assign({ type: payload.type, id, parentId, timestamp }, placed);
+      this.parentId = id;
+      return entry;
+    });
+  }
+}
 
 /**
  * Give entries ids, parents and timestamps: the first is a child of the session's leaf, each next
@@ -105,21 +146,15 @@ const IDS_LAST = new Set<string>(["custom", "custom_message"]);
  * @param entries payloads, in append order
  * @param nowIso ISO timestamp for every new entry
  */
-export function chainEntries<P extends NewEntry>(
-  session: Pick<Session, "leaf" | "byId" | "id">,
-  entries: P[],
-  nowIso: string,
-): (P & Pick<SessionEntryBase, "id" | "parentId" | "timestamp">)[] {
-  const ids = new IdAllocator(new Set(session.byId.keys()), `${session.id}\0${session.leaf?.id ?? ""}\0${nowIso}`);
-  let parentId: string | null = session.leaf?.id ?? null;
-  return entries.map((payload) => {
-    const id = ids.next();
-    const placed = { ...payload, id, parentId, timestamp: nowIso };
-    // The same fields, in Pi's order for this kind (JSON keeps insertion order).
-    const entry = IDS_LAST.has(payload.type) ? placed : Object.assign({ type: payload.type, id, parentId, timestamp: nowIso }, placed);
-    parentId = id;
-    return entry;
-  });
+export function chainEntries<P extends NewEntry>(session: Pick<Session, "leaf" | "byId" | "id">, entries: P[], nowIso: string): Placed<P>[] {
+  return new EntryChain(session, nowIso).append(entries);
+}
+
+/** How many bytes {@link serializeAppend} gives, entry by entry (the whole text is never one string). */
+export function appendedBytes(session: Pick<Session, "endsWithNewline">, entries: SessionEntry[]): number {
+  let bytes = session.endsWithNewline ? 0 : 1;
+  for (const e of entries) bytes += Buffer.byteLength(JSON.stringify(e), "utf8") + 1;
+  return bytes;
 }
 
 /** The bytes {@link appendEntries} would write, newline repair included. */
