@@ -197,7 +197,12 @@ export function describeCalls(calls: Pick<ChainCall, "ref" | "toolName" | "args"
  */
 export function deterministicChainBody(calls: ChainCall[]): string {
   // A dedup alias shares its original's ref and output: described once, counted as a call.
-  const described = calls.filter((c, i) => calls.findIndex((d) => d.ref === c.ref) === i);
+  const seen = new Set<string>();
+  const described = calls.filter((c) => {
+    if (seen.has(c.ref)) return false;
+    seen.add(c.ref);
+    return true;
+  });
   const counts = new Map<string, number>();
   for (const c of calls) counts.set(c.toolName, (counts.get(c.toolName) ?? 0) + 1);
   const tools = [...counts]
