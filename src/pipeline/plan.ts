@@ -187,9 +187,9 @@ function finishPlan(
   // edits do change with the recovery index and the tail: they are planned for the `pi` target.)
   if (options.renderOnly && !forStockPi) return { entries: draft, after, final: after, recovery: NO_RECOVERY, edits: null, piOnlyAfter: after.beforeAgent };
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
-  const placed: SessionEntry[] = [...draft, ...chain.append([...(recovery.entry ? [recovery.entry] : []), ...parts.tail])];
-  const native = forStockPi ? nativeStep(view, placed, chain, options) : null;
-  if (native) placed.push(...native.entries);
+  const written: SessionEntry[] = [...draft, ...chain.append([...(recovery.entry ? [recovery.entry] : []), ...parts.tail])];
+  const native = forStockPi ? nativeStep(view, written, chain, options) : null;
+  const placed = native ? [...written, ...native.entries] : written;
   // Stock Pi's edits change what the extension sees: a later run reads the diagnostics of that render too.
   // (Edits and their listing are no context-prune entries: the index of the branch before them is theirs.)
   const final = native?.entries.length ? renderBranch([...view.branch, ...placed], view.config, native.indexer) : after;
