@@ -180,7 +180,8 @@ export function summarizeDeterministically(batch: SummaryBatch, options: Determi
   room -= heads.reduce((n, h) => n + h.length, 0) + heads.length - 1;
   // Kind by kind; inside a kind, the k-th item of every call before the (k+1)-th of any.
   for (const kind of KINDS) {
-    const longest = Math.max(0, ...notes.map((n) => n[kind].length));
+    // A reduce, not Math.max(...list): a chain may hold more calls than a call takes arguments.
+    const longest = notes.reduce((n, x) => Math.max(n, x[kind].length), 0);
     for (let k = 0; k < longest; k++) {
       for (let i = 0; i < notes.length; i++) {
         const item = notes[i][kind][k];
