@@ -13,11 +13,12 @@
 // speedup from thread CPU is what the pool buys when nothing else competes for the cores. Both
 // settings must print the same document.
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildArchive } from "./generate.js";
+import { standalone } from "./standalone.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = path.join(root, "bin/condense.js");
@@ -127,15 +128,8 @@ export function formatArchive(r) {
   ];
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  if (!existsSync(path.join(root, "dist/cli/main.js"))) {
-    console.error("bench/archive.js: dist/ is missing; run `npm run build` first");
-    process.exit(2);
-  }
-  const arg = (name, fallback) => {
-    const i = process.argv.indexOf(name);
-    return i >= 0 ? process.argv[i + 1] : fallback;
-  };
+const arg = standalone(import.meta.url);
+if (arg) {
   const results = await benchArchive({
     files: Number(arg("--files", process.env.CONDENSE_BENCH_ARCHIVE ?? "100")),
     jobs: Number(arg("--jobs", "2")),

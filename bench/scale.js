@@ -22,11 +22,12 @@
 // Targets (issue 18): render ≤ 1.0× pi and ≤ 2.0× limit at 100 and 300 MB, peak RSS ≤ 4× the file;
 // run ≤ 3× limit at every size, CPU exponent between the two largest sizes ≤ 1.05.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildSession, turnSources } from "./generate.js";
+import { standalone } from "./standalone.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SHARED = path.resolve(ROOT, "../shared/sessions");
@@ -145,15 +146,8 @@ export function exponent(a, b, kind) {
   return Math.log(b.kinds[kind].cpuMs / a.kinds[kind].cpuMs) / Math.log(b.bytes / a.bytes);
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  if (!existsSync(path.join(ROOT, "dist/cli/main.js"))) {
-    console.error("bench/scale.js: dist/ is missing; run `npm run build` first");
-    process.exit(2);
-  }
-  const arg = (name, fallback) => {
-    const i = process.argv.indexOf(name);
-    return i >= 0 ? process.argv[i + 1] : fallback;
-  };
+const arg = standalone(import.meta.url);
+if (arg) {
   const sizes = arg("--sizes", process.env.CONDENSE_BENCH_SIZES ?? "10,20")
     .split(",")
     .map(Number);
