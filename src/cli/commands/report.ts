@@ -48,7 +48,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--html <file>", "write one self-contained HTML page (no network needed to view it); - for stdout")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
-    .option("--top <n>", "largest tool outputs listed per session", "10")
+    .addOption(new Option("--top <n>", "largest tool outputs listed per session").default("10", "10"))
     .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
     .option("--reserve-tokens <n>", "compaction.reserveTokens for Pi's own auto-compaction (default: Pi's settings, else 16384)");
   withConfigOptions(cmd).addHelpText(
