@@ -29,20 +29,23 @@ interface RenderOptions extends CommonOptions, ConfigFlags {
   target: TargetChoice;
 }
 
+/** `--as`: whose context to show — by default what the user's Pi sends. */
+function asOption(): Option {
+  return new Option(
+    "--as <context>",
+    "auto: what your Pi sends (pi-only unless Pi's settings show pi-condense installed and switched on); extension: what Pi sends with pi-condense switched on; pi-only: what stock Pi sends without it",
+  )
+    .choices(["auto", "extension", "pi-only"])
+    .default("auto");
+}
+
 export function registerRender(program: Command, _exit: ExitState): void {
   const cmd = program
     .command("render")
     .description("print the model-visible context of a session after pruning")
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
-    .addOption(
-      new Option(
-        "--as <context>",
-        "auto: what your Pi sends (pi-only unless Pi's settings show pi-condense installed and switched on); extension: what Pi sends with pi-condense switched on; pi-only: what stock Pi sends without it",
-      )
-        .choices(["auto", "extension", "pi-only"])
-        .default("auto"),
-    )
+    .addOption(asOption())
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print the context's size now and after `run`, and after projection and each phase, instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
