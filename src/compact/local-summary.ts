@@ -5,7 +5,7 @@
  *
  * What goes in: the user's requests (the first is the goal; answered ones are done, the last
  * one, unanswered, is in progress; each line without its own list marker, and without diagram
- * lines — box drawing, arrows — or lines with no letter), the constraints they stated, the files modified (with edit and
+ * lines — box drawing, pointer arrows — or lines with no letter), the constraints they stated, the files modified (with edit and
  * write counts) and the assistant's reasons for those changes, the commands run with their exit
  * status, the failures after the last command that succeeded (blocked), the errors seen, and the
  * last assistant reply before the cut. A previous compaction's summary is carried forward,
@@ -54,8 +54,14 @@ function clip(text: string, max: number): string {
 
 /** A line's own list, heading or quote marker (`- `, `* `, `1. `, `[ ] `, `## `, `> `), which a summary line replaces with its own. */
 const LINE_MARKER = /^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+|#{1,6}\s+|>\s*)+/;
-/** Box drawing, block and arrow characters: a line holding them is a diagram, not prose. */
-const DIAGRAM = /[\u2190-\u21ff\u2500-\u259f\u25a0-\u25ff]/;
+/** Box drawing, block and geometric-shape characters: a line holding one is a diagram, not prose. */
+const BOX = /[\u2500-\u259f\u25a0-\u25ff]/;
+const ARROWS = /[\u2190-\u21ff]/g;
+
+/** A diagram line: box drawing anywhere, or arrows — one that starts the line (a pointer), or two or more; "a → b" in prose stays. */
+function isDiagram(line: string): boolean {
+  return BOX.test(line) || /^[\u2190-\u21ff]/.test(line) || (line.match(ARROWS)?.length ?? 0) >= 2;
+}
 
 /**
  * Text for one item of the summary: the lines of `text` without their own list markers, diagram
@@ -65,7 +71,7 @@ function prose(text: string): string {
   return text
     .split("\n")
     .map((l) => l.trim().replace(LINE_MARKER, "").trim())
-    .filter((l) => l !== "" && !DIAGRAM.test(l) && /\p{L}/u.test(l))
+    .filter((l) => l !== "" && !isDiagram(l) && /\p{L}/u.test(l))
     .join("\n");
 }
 
