@@ -5,6 +5,7 @@
  * sends it without the extension. Also the "after" every command reports (docs/design.md
  * "Context size"): the render after a run planned with the deterministic summarizer.
  */
+import { convertToLlm } from "../context/projection.js";
 import type { Rendered } from "../render/render.js";
 import type { AgentMessage } from "../session/types.js";
 import { createSummarizer } from "../summarize/select.js";
@@ -45,9 +46,14 @@ export type DryRun = SummarizerChoice & { runFor?: RunFor };
  * @throws UsageError when the summarizer asked for cannot be used
  */
 export async function renderSession(view: SessionView, dryRun: DryRun | null, as: RenderAs = "extension"): Promise<Rendered> {
+  // Stock Pi's context as read is Pi's projection: the extension's phases need not run.
+  if (as === "pi-only" && !dryRun) return projectionOnly(view.items.map((i) => i.message));
   const rendered = await renderExtension(view, dryRun);
-  if (as === "extension") return rendered;
-  const { before, beforeAgent } = rendered;
+  return as === "extension" ? rendered : projectionOnly(rendered.beforeAgent, rendered.before);
+}
+
+/** A render that prunes nothing: Pi's projection before and after (no phases, no diagnostics). */
+function projectionOnly(beforeAgent: AgentMessage[], before = convertToLlm(beforeAgent)): Rendered {
   return { before, beforeAgent, after: before, afterAgent: beforeAgent, phases: [], diagnostics: [] };
 }
 
