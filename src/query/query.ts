@@ -7,7 +7,10 @@
  * - An occurrence key `id@timestamp` (or a dedup alias's key) resolves to that one occurrence.
  * - A raw tool-call id returns every occurrence that shares it, indexed records and dedup aliases
  *   alike, oldest first, each labelled `id@timestamp` (a legacy record without a result timestamp
- *   keeps the bare id and is flagged as legacy).
+ *   keeps the bare id and is flagged as legacy). Records stored under `id#n` (a removed result
+ *   whose own key was unsafe: prune/recovery.ts) count as occurrences of `id`, labelled with the
+ *   key they are stored under; an `id@timestamp` no record has finds those stored as
+ *   `id#n@timestamp`.
  */
 import { basename, join } from "node:path";
 import type { ToolCallIndexer } from "../prune/indexer.js";
@@ -73,10 +76,15 @@ export function lookupRef(indexer: ToolCallIndexer, asked: string): QueryLookup 
     const key = indexer.shortRefToKey.get(ref);
     if (key) return single(key, ref);
   }
-  if (parseOccurrenceKey(ref).resultTimestamp !== undefined && (indexer.records.has(ref) || indexer.dedupAliasToOriginal.has(ref))) {
+  const asKey = parseOccurrenceKey(ref);
+  if (asKey.resultTimestamp !== undefined && (indexer.records.has(ref) || indexer.dedupAliasToOriginal.has(ref))) {
     return single(ref, ref);
   }
-  const all = indexer.getRecordsForId(ref);
+  // A raw id: every occurrence; an `id@timestamp` no record has: the ones stored as `id#n@timestamp`.
+  const all =
+    asKey.resultTimestamp === undefined
+      ? indexer.getRecordsForId(ref, true)
+      : indexer.getRecordsForId(asKey.toolCallId, true).filter((e) => parseOccurrenceKey(e.key).resultTimestamp === asKey.resultTimestamp);
   if (all.length > 0) {
     return {
       hits: all.map(({ key, record, aliasOf }) => {
