@@ -56,25 +56,27 @@ describe("run --target pi on native-mode-shapes.jsonl", () => {
   const editOf = (targetId: string) => edits().find((e) => e.targetId === targetId);
   const content = (id: string) => original.get(id)!.message.content;
 
-  it("edits these targets, in branch order, each as Pi's appendContextEdit writes it", () => {
+  it("edits these targets, replacements first, then omissions, assistant messages last, each as Pi's appendContextEdit writes it", () => {
     const summaries = appended.filter((e) => e.customType === "context-prune-summary").map((e) => e.id);
     expect(summaries).toHaveLength(5);
+    // Every prefix of the append is valid for providers (native-mode-torn.test.ts): a tool result
+    // is left out before the assistant message that calls it.
     expect(edits().map((e) => [e.targetId, e.replacement === null ? null : "content"])).toEqual([
       ["n0000001", "content"], // chain A's prompt carries its block
-      ["n0000002", null],
-      ["n0000003", null],
-      ["n0000004", null],
-      ["n0000005", null],
       ["n0000006", "content"], // chain A's final reply without thinking
       ["n0000007", "content"], // chain B's prompt carries its block
-      ["n0000008", null],
-      ["n0000009", null],
       ["n000000a", "content"],
       ["n000000d", "content"], // chain C's result: a stub
       ["n0000010", "content"], // the failed write: arguments purged
       ["n0000017", "content"], // chain E's result: a stub
+      ["n0000003", null], // chain A's and B's tool results
+      ["n0000005", null],
+      ["n0000009", null],
       ["n0000018", null], // the result no call answers
       ...summaries.slice(0, 3).map((id) => [id, null]), // chain A's and B's batch summaries
+      ["n0000002", null], // chain A's and B's tool calls
+      ["n0000004", null],
+      ["n0000008", null],
     ]);
     let parent = appended[0].parentId;
     expect(parent).toBe([...original.keys()].at(-1));
@@ -311,8 +313,8 @@ describe("what no context edit can represent", () => {
     expect(plan.unrepresentable).toEqual([{ entryId: "h1", reason: "a custom message entry cannot be edited" }]);
     expect(plan.edits.map((e) => [e.targetId, e.kind])).toEqual([
       ["u1", "carrier"],
+      ["r1", "omit"], // the result before its call (every prefix valid)
       ["a1", "omit"],
-      ["r1", "omit"],
     ]);
   });
 });

@@ -69,7 +69,7 @@ export function pendingRecoveries(view: SessionView): number {
  * nothing else is pending (a run with other work plans its edits anyway).
  */
 export function pendingWork(view: SessionView, runFor: RunFor = EXTENSION_ONLY): PendingWork {
-  const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer).map((d) => ({ ...d, dedupKey: d.detail }));
+  const collisions = collisionDiagnostics(contextOccurrences(view.sourceContext.items), view.indexer).map((d) => ({ ...d, dedupKey: d.detail }));
   const work = {
     batches: view.capture.batches.length,
     chains: pendingChains(view),

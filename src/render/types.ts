@@ -16,6 +16,12 @@ export interface PruneContext {
   isProtected: ProtectionTest;
   /** Whose stub and chain-block texts (default the extension's: what it sends). */
   wording?: StubWording;
+  /**
+   * What a failed result's error purge takes: the arguments of every call with its bare id (`id`,
+   * the extension's rule and the default), or of the call it answers (`occurrence`, for stock Pi's
+   * context edits: render/error-purge.ts `purgeErroredArgsByOccurrence`).
+   */
+  errorPurge?: "id" | "occurrence";
 }
 
 export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";
