@@ -17,6 +17,7 @@ import type { ToolCallIndexer } from "../prune/indexer.js";
 import { parseOccurrenceKey } from "../context/vocabulary.js";
 import type { ToolCallRecord } from "../entries/types.js";
 import { blobsFolder } from "../prune/spill.js";
+import type { ForkParent } from "../session/fork.js";
 import { SidecarRefused } from "../session/sidecars.js";
 import { truncateHead, truncationNotice, type HeadTruncation } from "./truncate.js";
 
@@ -129,11 +130,18 @@ export interface QueryBody {
 /**
  * Where a spilled record's sidecar may be read: only the file name of its `spillPath`, inside the
  * session's own blobs folder next to the session's real path (a session moved with its folder
- * keeps working; a path elsewhere never leads outside it). The reader (session/sidecars.ts
- * `readSidecar`) checks the rest: a sidecar name, a regular file, no link, a size limit.
+ * keeps working; a path elsewhere never leads outside it), then — for a fork made by Pi's `/fork`,
+ * whose copied records name its parent's sidecars — inside the parent session's blobs folder
+ * (session/fork.ts). The reader (session/sidecars.ts `readSidecar`) checks the rest: a sidecar
+ * name, a regular file, no link, a size limit.
  */
-export function sidecarCandidates(spillPath: string, sessionPath: string, sessionId: string): string[] {
-  return [join(blobsFolder(sessionPath, sessionId), basename(spillPath))];
+export function sidecarFolders(sessionPath: string, sessionId: string, parent: ForkParent | null = null): string[] {
+  return [blobsFolder(sessionPath, sessionId), ...(parent ? [blobsFolder(parent.path, parent.id)] : [])];
+}
+
+/** The sidecar paths a spilled record may be read from: its file name in each of {@link sidecarFolders}, in order. */
+export function sidecarCandidates(spillPath: string, folders: string[]): string[] {
+  return folders.map((folder) => join(folder, basename(spillPath)));
 }
 
 /**

@@ -46,7 +46,7 @@ export function jsonlFilesBelow(dir: string): string[] {
 }
 
 /** What `peekHeader` returns: the header line's fields, unchecked beyond `type` and `id`. */
-export type PeekedHeader = { id?: unknown; cwd?: unknown; type?: unknown };
+export type PeekedHeader = { id?: unknown; cwd?: unknown; type?: unknown; parentSession?: unknown };
 
 /** One line as a header candidate (Pi's `parseSessionHeaderCandidate`): undefined to skip it (blank, not JSON, JSON null), null when it is not a header. */
 function headerCandidate(line: string): PeekedHeader | null | undefined {

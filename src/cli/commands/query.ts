@@ -7,10 +7,9 @@
  * printed.
  */
 import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
-import { blobsFolder } from "../../prune/spill.js";
 import { projectBranch } from "../../context/projection.js";
 import { withoutOwnContextEdits } from "../../entries/read.js";
 import { type ContextOccurrences, contextOccurrences } from "../../prune/occurrences.js";
@@ -25,12 +24,14 @@ import {
   recordBody,
   shownOutput,
   sidecarCandidates,
+  sidecarFolders,
 } from "../../query/query.js";
 import { lineOf } from "../../report/session-metrics.js";
 import type { Session } from "../../session/session.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
-import { readSidecar } from "../../session/sidecars.js";
+import { forkParent } from "../../session/fork.js";
+import { readSidecar, readSidecarIn } from "../../session/sidecars.js";
 import { UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
@@ -45,13 +46,13 @@ interface QueryOptions extends CommonOptions {
 /**
  * One hit as printed: its output (from the record or its sidecar), its images (located in the
  * session, and written to `saveImages` when given), and its `--json` object.
- * @param c.real the session's real path (sidecars are looked up beside it)
+ * @param c.folders the folders sidecars are looked up in (`sidecarFolders`)
  */
 function showHit(
   hit: QueryHit,
-  c: { session: Session; real: string; occurrences: ContextOccurrences; readText: (path: string) => string; full: boolean; saveImages?: string },
+  c: { session: Session; folders: string[]; occurrences: ContextOccurrences; readText: (path: string) => string; full: boolean; saveImages?: string },
 ): { body: QueryBody; output: QueryOutput; imageLines: string[]; json: Record<string, unknown> } {
-  const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.real, c.session.id) : [];
+  const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.folders) : [];
   const body = recordBody(hit.record, candidates, c.readText);
   const output = shownOutput(body.text, c.full);
   const images = imagesOf(c.occurrences, hit.key, (e) => lineOf(c.session, e));
@@ -109,16 +110,15 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     const indexer = ToolCallIndexer.fromBranch(session.branch);
-    // Sidecars only from the session's own blobs folder, next to its real path.
-    const real = realpathSync(session.path);
-    const folder = blobsFolder(real, session.id);
-    const readText = (path: string) => readSidecar(folder, path);
+    // Sidecars only from the session's own blobs folder, next to its real path (a fork: its parent's too).
+    const folders = sidecarFolders(realpathSync(session.path), session.id, await forkParent(session.header?.parentSession, session.path));
+    const readText = (path: string) => readSidecar(dirname(path), path, folders);
     const full = !!options.full;
 
     // --format tool: the text the extension's context_tree_query tool returns for these refs.
     if (options.format === "tool") {
       if (options.json) throw new UsageError("--format tool prints the tool's text; it cannot be combined with --json");
-      const { text, unknown } = formatToolResult(indexer, refs, readText, full);
+      const { text, unknown } = formatToolResult(indexer, refs, (path) => readSidecarIn(folders, path), full);
       out.write(`${text}\n`); // the tool's text exactly, plus one newline (control characters escaped on a terminal)
       for (const ref of unknown) out.error(`unknown ref ${ref}: not in this session's pruner index`);
       if (unknown.length > 0) exit.code = 1;
@@ -138,7 +138,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const shown = showHit(hit, { session, real, occurrences, readText, full, saveImages: options.saveImages });
+        const shown = showHit(hit, { session, folders, occurrences, readText, full, saveImages: options.saveImages });
         if (options.json) results.push(shown.json);
         else blocks.push(formatQueryBlock(hit, shown.body, shown.output, out.c, shown.imageLines));
       }
