@@ -5,11 +5,13 @@
  * refuses and says why: no write recorded, the file rewritten or replaced, condense's bytes
  * changed, entries appended after them (by Pi, typically), or Pi (or another process) having the
  * session open now. The records are issue 15's undo records (session/journal.ts); the bytes are
- * handled in session/undo.ts; this module decides.
+ * handled in session/undo.ts; this module decides. A sidecar the write created stays when another
+ * session file names it (a `run --output` copy beside the session, a fork: session/sidecar-refs.ts).
  */
 import { realpath, stat } from "node:fs/promises";
 import { withSessionLock } from "../session/lock.js";
 import { peekHeader } from "../session/locate.js";
+import { sidecarsNamedElsewhere } from "../session/sidecar-refs.js";
 import { checkSessionOpen } from "../session/pi-running.js";
 import { settleJournal } from "../session/recover.js";
 import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, removeWrite } from "../session/undo.js";
@@ -39,6 +41,8 @@ export interface UndoResult {
   sizeAfter: number;
   /** Sidecar files the write had created (removed when their bytes were still the ones written). */
   sidecars: string[];
+  /** Sidecar files the write had created that another session file names, left in place. */
+  keptSidecars: { path: string; namedBy: string }[];
   /** True when the bytes were already gone (an undo interrupted before) and this undo finished it. */
   finished: boolean;
   /** Earlier recorded writes, which further `undo` calls remove one by one. */
@@ -102,6 +106,9 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
       if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
       if (!options.force && last.state === "intact") await refuseWhileOpen(path);
       const { record } = last;
+      const created = record.sidecars.filter((s) => s.created).map((s) => s.path);
+      const header = await peekHeader(path).catch(() => null);
+      const namedBy = typeof header?.id === "string" ? await sidecarsNamedElsewhere(path, header.id, created) : new Map<string, string>();
       const result: UndoResult = {
         session: path,
         dryRun: options.dryRun,
@@ -113,13 +120,14 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
         bytes: record.length,
         sizeBefore: last.state === "intact" ? last.size : record.preSize,
         sizeAfter: record.preSize,
-        sidecars: record.sidecars.filter((s) => s.created).map((s) => s.path),
+        sidecars: created.filter((p) => !namedBy.has(p)),
+        keptSidecars: [...namedBy].map(([p, by]) => ({ path: p, namedBy: by })),
         finished: last.state === "already-undone",
         earlier: earlierWrites(path, record),
       };
       if (options.dryRun) return result;
       lock.assertHeld();
-      removeWrite(path, record, result.sizeBefore);
+      removeWrite(path, record, result.sizeBefore, new Set(namedBy.keys()));
       return result;
     },
     "undo",

@@ -67,9 +67,10 @@ export function earlierWrites(session: string, record: UndoRecord): number {
  * Remove the recorded write: truncate to `record.preSize` (only while the file is still `from`
  * bytes long), fsync, remove the sidecars it created (and their folder once empty), drop the record.
  * @param from the size the file was inspected at (`postSize`), or `preSize` to finish an undo
+ * @param keep sidecars left in place (another session file names them: sidecar-refs.ts)
  * @throws Error when the file's size moved since it was inspected (nothing is changed then)
  */
-export function removeWrite(session: string, record: UndoRecord, from: number): void {
+export function removeWrite(session: string, record: UndoRecord, from: number, keep: ReadonlySet<string> = new Set()): void {
   if (from !== record.preSize) {
     const fd = openSync(session, "r+");
     try {
@@ -83,7 +84,10 @@ export function removeWrite(session: string, record: UndoRecord, from: number): 
     }
     faultPoint("undo-truncated");
   }
-  removeCreatedSidecars(session, record.sidecars);
+  removeCreatedSidecars(
+    session,
+    record.sidecars.filter((x) => !keep.has(x.path)),
+  );
   // The blobs folder the write made for them goes too once empty (never one holding other files).
   for (const folder of new Set(record.sidecars.filter((x) => x.created).map((x) => dirname(x.path)))) {
     try {

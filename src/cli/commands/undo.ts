@@ -59,6 +59,8 @@ export function undoLine(r: UndoResult): string {
     : r.finished
       ? `finished undoing ${writeName(r)} on ${r.session}: its ${what} were already removed; its sidecar files and record are gone now`
       : `undid ${writeName(r)} on ${r.session}: removed ${what}${sidecars}`;
+  const kept =
+    r.keptSidecars.length > 0 ? `; kept ${r.keptSidecars.length} sidecar file${r.keptSidecars.length === 1 ? "" : "s"} ${r.keptSidecars[0].namedBy} names` : "";
   const earlier = r.earlier > 0 ? `; ${r.earlier} earlier write${r.earlier === 1 ? "" : "s"} can still be undone: ${undoCommand(r.session)}` : "";
-  return `${head}${earlier}`;
+  return `${head}${kept}${earlier}`;
 }
