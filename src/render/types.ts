@@ -22,6 +22,12 @@ export interface PruneContext {
    * context edits: render/error-purge.ts `purgeErroredArgsByOccurrence`).
    */
   errorPurge?: "id" | "occurrence";
+  /**
+   * Timestamps of the user and assistant messages Pi's latest compaction left out of the context
+   * (`context/projection.ts` `compactedMessageTimestamps`): a chain range starting or ending there
+   * is behind the compaction, not a fault — nothing of it is left to prune, and no diagnostic says so.
+   */
+  behindCompaction?: ReadonlySet<number>;
 }
 
 export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";
