@@ -4,7 +4,7 @@
  * and v1 refusal / --migrate.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { contextSize } from "../src/context/size.js";
@@ -193,6 +193,7 @@ describe("run on the example session", () => {
     expect(readFileSync(file).equals(bytes)).toBe(true);
 
     const out = path.join(path.dirname(file), "out", "condensed.jsonl");
+    mkdirSync(path.dirname(out));
     const r = await runCli([file, "--output", out, "--quiet"], { CONDENSE_NOW: NOW });
     expect(r.code).toBe(0);
     expect(readFileSync(file).equals(bytes)).toBe(true);

@@ -15,6 +15,7 @@ import { checkSessionOpen, refusalMessage } from "./pi-running.js";
 import { parseSessionText } from "./reader.js";
 import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
+import { checkWriteTarget } from "./write-target.js";
 import type { SessionEntry } from "./types.js";
 import { appendEntries, assertUnchanged, describeError, serializeAppend, withSessionLock } from "./writer.js";
 
@@ -84,21 +85,21 @@ export async function refuseIfOpenNow(session: Session, options: Pick<WriteOptio
 }
 
 /**
- * `--output` must name a new file (or an existing one with --force), never a folder and never the
- * input itself (that would replace it without the lock and the changed-file check).
- * @param inPlace what the command does without `--output`, for the message (`prune it in place`)
+ * `--output` must name a new file in an existing folder (or an existing file with --force), never
+ * a folder and never the input itself (that would replace it without the lock and the
+ * changed-file check) — the rule of every file the user names (write-target.ts).
+ * @param options.inPlace what the command does without `--output`, for the message (`prune it in place`)
  * @throws UsageError naming the problem
  */
-export async function checkOutputPath(output: string, files: string[], inPlace = "prune it in place"): Promise<void> {
-  if (output.trim() === "") throw new UsageError("--output: empty path (is the variable you passed unset?)");
-  if (files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
-  const out = await stat(output).catch(() => null);
-  if (!out) return;
-  if (out.isDirectory()) throw new UsageError(`--output ${output} is a directory; name a file`);
-  const input = await stat(files[0]).catch(() => null);
-  if (input && input.dev === out.dev && input.ino === out.ino) {
-    throw new UsageError(`--output ${output} is the input session itself; run without --output to ${inPlace}`);
-  }
+export async function checkOutputPath(output: string, files: string[], options: { force: boolean; inPlace?: string }): Promise<void> {
+  if (files.length !== 1 && output.trim() !== "") throw new UsageError(`--output takes one session; ${files.length} were given`);
+  await checkWriteTarget(output, {
+    flag: "--output",
+    inputs: files,
+    force: options.force,
+    writesSession: true,
+    instead: `run without --output to ${options.inPlace ?? "prune it in place"}`,
+  });
 }
 
 /** @throws UsageError when `--output` exists and `force` is not set */

@@ -133,7 +133,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     const task = sessionOptions(options);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
-    if (task.output !== undefined) await checkOutputPath(task.output, files, "compact it in place");
+    if (task.output !== undefined) await checkOutputPath(task.output, files, { force: task.force, inPlace: "compact it in place" });
     const interrupt = interruptOnSigint();
     let outcomes: FileOutcome<CompactFileResult>[];
     try {

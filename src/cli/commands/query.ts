@@ -6,7 +6,7 @@
  * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
  * printed.
  */
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
@@ -30,13 +30,15 @@ import { lineOf } from "../../report/session-metrics.js";
 import type { Session } from "../../session/session.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
-import { readSidecar } from "../../session/sidecars.js";
+import { readSidecar, writeFileAtomic } from "../../session/sidecars.js";
+import { checkWriteTarget } from "../../session/write-target.js";
 import { UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
 
 interface QueryOptions extends CommonOptions {
   session?: string;
+  force?: boolean;
   full?: boolean;
   format: "text" | "tool";
   saveImages?: string;
@@ -49,7 +51,16 @@ interface QueryOptions extends CommonOptions {
  */
 function showHit(
   hit: QueryHit,
-  c: { session: Session; real: string; occurrences: ContextOccurrences; readText: (path: string) => string; full: boolean; saveImages?: string },
+  c: {
+    session: Session;
+    real: string;
+    occurrences: ContextOccurrences;
+    readText: (path: string) => string;
+    full: boolean;
+    /** `--save-images` folder; each image to write is added to `writes`. */
+    saveImages?: string;
+    writes: ImageWrite[];
+  },
 ): { body: QueryBody; output: QueryOutput; imageLines: string[]; json: Record<string, unknown> } {
   const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.real, c.session.id) : [];
   const body = recordBody(hit.record, candidates, c.readText);
@@ -59,7 +70,7 @@ function showHit(
   if (c.saveImages !== undefined) {
     for (const img of images) {
       const path = join(c.saveImages, img.fileName);
-      writeFileSync(path, Buffer.from(img.data, "base64"));
+      c.writes.push({ path, bytes: Buffer.from(img.data, "base64") });
       saved.set(img, path);
     }
   }
@@ -88,6 +99,32 @@ function showHit(
   return { body, output, imageLines: imageLines(images, saved), json };
 }
 
+/** An image `--save-images` writes. */
+interface ImageWrite {
+  path: string;
+  bytes: Buffer;
+}
+
+/**
+ * `--save-images DIR`: a folder, created when missing (its parent must exist), never a file; an
+ * image file already there is replaced only when it holds the same bytes or with `--force`
+ * (write-target.ts). Everything is checked before the first file is written.
+ * @throws UsageError (exit 2) naming the path; nothing was written
+ */
+async function saveImages(dir: string, writes: ImageWrite[], session: string, force: boolean): Promise<void> {
+  const flag = "--save-images";
+  if (dir.trim() === "") throw new UsageError(`${flag}: empty path (is the variable you passed unset?)`);
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (st && !st.isDirectory()) throw new UsageError(`${flag} ${dir} is not a folder; name a folder (it is created when missing; nothing was written)`);
+  if (!st) {
+    await checkWriteTarget(dir, { flag, inputs: [session], force: false });
+    if (writes.length > 0) mkdirSync(dir);
+  }
+  const sameBytes = (bytes: Buffer) => (path: string) => statSync(path).size === bytes.length && readFileSync(path).equals(bytes);
+  for (const w of writes) await checkWriteTarget(w.path, { flag, inputs: [session], force, isOwnOutput: sameBytes(w.bytes) });
+  for (const w of writes) await writeFileAtomic(w.path, w.bytes);
+}
+
 export function registerQuery(program: Command, exit: ExitState): void {
   const cmd = program
     .command("query")
@@ -96,6 +133,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
     .option("--save-images <dir>", "write the images of the recovered tool results into this folder (the text names where they are)")
+    .option("--force", "with --save-images: overwrite image files of the same name that hold other bytes")
     .addOption(
       new Option("--format <format>", "text: readable blocks; tool: exactly what the extension's context_tree_query returns")
         .choices(["text", "tool"])
@@ -128,9 +166,9 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];
     const unknown: { ref: string; reason: string }[] = [];
+    const writes: ImageWrite[] = [];
     // The results as the user has them: a stock-Pi stub (run --target pi) leaves no image in the projection.
     const occurrences = contextOccurrences(projectBranch(withoutOwnContextEdits(session.branch)));
-    if (options.saveImages !== undefined) mkdirSync(options.saveImages, { recursive: true });
     for (const ref of refs) {
       const lookup = lookupRef(indexer, ref);
       if (lookup.unknown) {
@@ -138,11 +176,12 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const shown = showHit(hit, { session, real, occurrences, readText, full, saveImages: options.saveImages });
+        const shown = showHit(hit, { session, real, occurrences, readText, full, saveImages: options.saveImages, writes });
         if (options.json) results.push(shown.json);
         else blocks.push(formatQueryBlock(hit, shown.body, shown.output, out.c, shown.imageLines));
       }
     }
+    if (options.saveImages !== undefined) await saveImages(options.saveImages, writes, session.path, !!options.force);
     if (options.json) out.printJson({ session: session.path, results, unknown });
     // Always one newline after the last block, so an output's own final newline survives (byte-exact).
     else if (blocks.length > 0) out.write(`${blocks.join("\n\n")}\n`);

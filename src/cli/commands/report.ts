@@ -6,15 +6,16 @@
  * self-contained HTML page (`--html FILE`), as JSON (`--json`, `condense.report/1`), or as a table.
  * Nothing is written to the sessions; no model is called.
  */
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
-import { reportPage, type ChartLibrary } from "../../report/html-page.js";
+import { isReportPageHead, REPORT_PAGE_HEAD_BYTES, reportPage, type ChartLibrary } from "../../report/html-page.js";
 import { REPORT_SCHEMA, reportTotals, sectionAnchors, type ReportDocument, type SessionReport } from "../../report/session-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
+import { checkWriteTarget } from "../../session/write-target.js";
 import { UsageError } from "../../util/errors.js";
 import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
 import { formatBytes, n, percentChange, shortCount } from "../format.js";
@@ -26,6 +27,7 @@ import { packageVersion } from "../version.js";
 
 interface ReportOptions extends CommonOptions, ConfigFlags {
   html?: string;
+  force?: boolean;
   jobs?: string;
   top?: string;
   contextWindow?: string;
@@ -45,6 +47,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     .description("a picture of sessions: context per turn, where pruning and compaction fire, what run and compact would save (HTML, JSON or a table)")
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--html <file>", "write one self-contained HTML page (no network needed to view it); - for stdout")
+    .option("--force", "overwrite an existing --html file that is not a report page (a session is never overwritten)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
     .option("--top <n>", "largest tool outputs listed per session", "10")
     .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
@@ -71,6 +74,9 @@ export function registerReport(program: Command, exit: ExitState): void {
     // The library is read before any work, so a broken install fails at once.
     const library = options.html !== undefined ? chartLibrary() : null;
     const files = await resolveSessionArgs(args);
+    if (options.html !== undefined && options.html !== "-") {
+      await checkWriteTarget(options.html, { flag: "--html", inputs: files, force: !!options.force, isOwnOutput: isReportPage });
+    }
     const outcomes = await forEachSession(files, jobs, out, "report", (file) => reportTask(file, taskOptions), {
       remote: { module: REPORT_TASK_MODULE, fn: "reportTask", options: taskOptions },
     });
@@ -96,6 +102,21 @@ export function reportDocument(results: SessionReport[], failures: { session: st
     totals: reportTotals(sessions, failures.length),
     failures: failures.map(({ session, error }) => ({ session, error })),
   };
+}
+
+/** True when `file` starts like a page `report --html` wrote (replaced without --force). */
+function isReportPage(file: string): boolean {
+  try {
+    const fd = openSync(file, "r");
+    try {
+      const head = Buffer.alloc(REPORT_PAGE_HEAD_BYTES);
+      return isReportPageHead(head.toString("utf8", 0, readSync(fd, head, 0, head.length, 0)));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
 }
 
 /** Write the page atomically (never half-written), or to stdout for `-`. */

@@ -87,7 +87,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     const files = await resolveSessionArgs(args).catch((error: unknown) => {
       throw mistypedCommand(program, args, error);
     });
-    if (options.output !== undefined) await checkOutputPath(options.output, files);
+    if (options.output !== undefined) await checkOutputPath(options.output, files, { force: !!options.force });
     await warnIgnoredProjectSettings(out, files);
     // The extension's entries alone shrink Pi's context only with the extension switched on.
     if (!options.quiet && options.target === "extension") {
