@@ -85,7 +85,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
   withConfigOptions(cmd).addHelpText(
     "after",
     "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
-      "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
+      "are still reported); 2 usage error, or one session that cannot be used; 3 a limit was crossed (and no file failed).\n" +
       "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
       "  condense metrics sessions/ --max-frontier-gap 20k --max-chain-share 80% --fail-on-diagnostics",
   );

@@ -56,7 +56,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     "after",
     "\nThe figures are those of `metrics --json`, `budget --json`, `run --dry-run --json` and `compact --dry-run --json`\n" +
       "(run with the deterministic summarizer, compact with the zero-model summary). Exit codes: 0; 1 a session\n" +
-      "failed (the others are still reported); 2 usage error.\n" +
+      "failed (the others are still reported); 2 usage error, or one session that cannot be used.\n" +
       "\nExamples:\n  condense report session.jsonl --html report.html\n  condense report ~/.pi/agent/sessions/ --html archive.html\n  condense report session.jsonl --json",
   );
   withCommonOptions(cmd).action(async (args: string[], options: ReportOptions) => {
