@@ -142,7 +142,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
-    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : []);
+    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : [], { naming: "--session" });
     if (files.length !== 1) throw new UsageError(`--session must name one session; ${options.session} names ${files.length} files`);
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
