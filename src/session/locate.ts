@@ -168,10 +168,7 @@ export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = pro
  * @throws UsageError for an argument that matches nothing, an ambiguous id prefix, a
  *   `$PI_SESSION_FILE` that is missing or not a session, or no session found
  */
-export async function resolveSessionArgs(
-  args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; naming?: SessionNaming } = {},
-): Promise<string[]> {
+export async function resolveSessionArgs(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; naming?: SessionNaming } = {}): Promise<string[]> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   const naming = options.naming ?? "argument";
