@@ -157,6 +157,18 @@ describe("no session argument: the session pi --continue opens", () => {
     }
   });
 
+  it("query --session naming a moved file, run inside Pi: the error says $PI_SESSION_FILE holds the current session", async () => {
+    const { agent, cwd } = world();
+    const current = session(path.join(cwd, "here"), "current.jsonl", hdr("c", cwd), 1_700_000_100);
+    const moved = path.join(cwd, "moved-away.jsonl");
+    const r = await runCli(["query", "t1", "--session", moved], { PI_CODING_AGENT_DIR: agent, PI_SESSION_FILE: current, NO_COLOR: "1" });
+    expect([r.code, r.stdout]).toEqual([2, ""]);
+    expect(r.stderr).toBe(
+      `error: ${moved}: no such file or directory, no glob match, and no session with that id in ${path.join(agent, "sessions")}. ` +
+        `$PI_SESSION_FILE names ${current} (inside Pi: the current session); without --session condense query reads it\n`,
+    );
+  });
+
   it("no session found: the message says where condense looked and how each command takes a session", async () => {
     const { agent, cwd } = world();
     const dir = path.join(agent, "sessions", cwdFolderName(cwd));

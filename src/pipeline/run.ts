@@ -139,7 +139,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   path = session.path;
   const label = sessionLabel(session);
   const targetPath = options.output ?? session.path;
-  const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd);
+  const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd, session.path);
   const view = sessionView(session, options.config);
   // Entries of an earlier run that a later Pi write left off the branch: said, and applied again.
   const stranded = strandedWrites(session, view.indexer);

@@ -6,7 +6,7 @@
  * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
  * printed.
  */
-import { mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
 import { ToolCallIndexer } from "../../prune/indexer.js";
@@ -125,6 +125,16 @@ async function saveImages(dir: string, writes: ImageWrite[], session: string, fo
   for (const w of writes) await writeFileAtomic(w.path, w.bytes);
 }
 
+/**
+ * A `--session` that names nothing while `$PI_SESSION_FILE` names a session (a stub's path after
+ * the file moved, run inside Pi): the error says so, and that leaving out `--session` reads it.
+ */
+function currentSessionHint(error: unknown, named: string | undefined): unknown {
+  const current = process.env.PI_SESSION_FILE;
+  if (!(error instanceof UsageError) || named === undefined || !current || !existsSync(current)) return error;
+  return new UsageError(`${error.message}. $PI_SESSION_FILE names ${current} (inside Pi: the current session); without --session condense query reads it`);
+}
+
 export function registerQuery(program: Command, exit: ExitState): void {
   const cmd = program
     .command("query")
@@ -142,7 +152,9 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
-    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : [], { naming: "--session" });
+    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : [], { naming: "--session" }).catch((error: unknown) => {
+      throw currentSessionHint(error, options.session);
+    });
     if (files.length !== 1) throw new UsageError(`--session must name one session; ${options.session} names ${files.length} files`);
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
