@@ -3,7 +3,9 @@
  * the terminal, compact below 100 columns — then totals, the wall time, what grew on disk, model
  * usage, the batches that stay raw, and a closing count of failed sessions.
  */
+import { recoveryCommand } from "../context/vocabulary.js";
 import type { RunFileResult } from "../pipeline/run.js";
+import { recoveryFromHere } from "../pipeline/target.js";
 import { type Output, sessionLabels, wrapWords } from "./output.js";
 import { formatBytes, n, percentChange, shortCount } from "./format.js";
 import type { Column } from "./table.js";
@@ -175,7 +177,9 @@ function keptLines(r: RunFileResult, out: Output): string[] {
   const lines: string[] = [];
   if (r.withheld) lines.push(out.c.yellow(`${r.session}: ${r.withheld.reason}`));
   for (const rec of r.recovered.slice(0, LISTED_RECOVERIES)) {
-    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; indexed as ${rec.ref} — condense query ${rec.ref}`);
+    // The command as the stubs name it, with --session unless `condense query` here finds the file by itself.
+    const indexed = r.written ? `indexed as ${rec.ref} — ${recoveryCommand(rec.ref, recoveryFromHere(r.written))}` : `would be indexed as ${rec.ref}`;
+    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; ${indexed}`);
   }
   if (r.recovered.length > LISTED_RECOVERIES)
     lines.push(`${r.session}: and ${r.recovered.length - LISTED_RECOVERIES} more removed results indexed (--json lists them)`);

@@ -8,7 +8,7 @@
 import { resolve } from "node:path";
 import { piCondenseStatus } from "../config/pi-settings.js";
 import type { RecoveryOptions } from "../context/vocabulary.js";
-import { continueFolderHolds } from "../session/locate.js";
+import { continueFolderHolds, realOrResolved } from "../session/locate.js";
 
 export type RunTarget = "extension" | "pi";
 export type TargetChoice = RunTarget | "auto";
@@ -56,4 +56,16 @@ export interface RunFor {
 export function runFor(choice: TargetChoice, sessionPath: string, cwd: string | undefined, inputPath: string = sessionPath): RunFor {
   const found = continueFolderHolds(sessionPath, cwd) || continueFolderHolds(inputPath, cwd);
   return { target: decideTarget(choice, cwd), recovery: found ? {} : { session: resolve(sessionPath) } };
+}
+
+/**
+ * How a recovery command printed for the user now (a run's notes, a report's outputs) names the
+ * session — the stubs' command (context/vocabulary.ts `recoveryCommand`), with `--session <absolute
+ * path>` unless `condense query` run here finds the session by itself: `$PI_SESSION_FILE` names
+ * it, or, with that unset, it is in the folder `pi --continue` searches for the current folder.
+ */
+export function recoveryFromHere(sessionPath: string, env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): RecoveryOptions {
+  const current = env.PI_SESSION_FILE;
+  const found = current ? realOrResolved(resolve(cwd, current)) === realOrResolved(sessionPath) : continueFolderHolds(sessionPath, cwd, env);
+  return found ? {} : { session: resolve(sessionPath) };
 }

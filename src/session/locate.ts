@@ -110,14 +110,16 @@ export function continueFolder(cwd: string, env: NodeJS.ProcessEnv = process.env
  */
 export function continueFolderHolds(file: string, cwd: string | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
   if (!cwd) return false;
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return resolve(p);
-    }
-  };
-  return real(dirname(resolve(file))) === real(continueFolder(cwd, env).dir);
+  return realOrResolved(dirname(resolve(file))) === realOrResolved(continueFolder(cwd, env).dir);
+}
+
+/** A path with its symbolic links resolved, or (when it does not exist) made absolute. */
+export function realOrResolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }
 
 /**
