@@ -120,7 +120,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     }
     const split = splitOutcomes(outcomes);
     const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
-    printOutcome(out, { ...split, files: files.length, wallMs: Date.now() - started, estimate: !!options.estimate, interrupted });
+    printOutcome(out, { ...split, files: files.length, wallMs: Date.now() - started, estimate: !!options.estimate, output: options.output, interrupted });
   });
 }
 
@@ -145,6 +145,8 @@ interface RunOutcome {
   files: number;
   wallMs: number;
   estimate: boolean;
+  /** The `--output` file, when given. */
+  output?: string;
   /** After Ctrl-C (see batch.ts `settleBatch`). */
   interrupted?: InterruptedJson;
 }
@@ -166,7 +168,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
     });
     return;
   }
-  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs));
+  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output));
   for (const r of results) {
     if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
     const wrote = writtenLine({ session: r.session, written: r.written, entries: r.entriesAppended, bytes: r.bytesAppended });
