@@ -163,7 +163,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
-    if (interrupted) out.error(interruptedMessage(split, files.length));
+    if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
   });
 }
 

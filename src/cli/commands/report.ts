@@ -17,7 +17,7 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { checkWriteTarget } from "../../session/write-target.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { formatBytes, n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import type { Column } from "../table.js";
@@ -77,17 +77,32 @@ export function registerReport(program: Command, exit: ExitState): void {
     if (options.html !== undefined && options.html !== "-") {
       await checkWriteTarget(options.html, { flag: "--html", inputs: files, force: !!options.force, isOwnOutput: isReportPage });
     }
-    const outcomes = await forEachSession(files, jobs, out, "report", (file) => reportTask(file, taskOptions), {
-      remote: { module: REPORT_TASK_MODULE, fn: "reportTask", options: taskOptions },
-    });
-    const { results, failures } = splitOutcomes(outcomes);
+    const interrupt = interruptOnSigint();
+    let outcomes: FileOutcome<SessionReport>[];
+    try {
+      outcomes = await forEachSession(files, jobs, out, "report", (file) => reportTask(file, taskOptions), {
+        remote: { module: REPORT_TASK_MODULE, fn: "reportTask", options: taskOptions },
+        signal: interrupt.signal,
+      });
+    } finally {
+      interrupt.release();
+    }
+    const split = splitOutcomes(outcomes);
+    const { results, failures } = split;
     if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
     for (const r of results) for (const w of r.warnings) out.warn(w);
     for (const f of failures) out.error(f.error);
     const doc = reportDocument(results, failures);
-    if (library && options.html !== undefined) await writePage(doc, library, options.html, out);
-    if (options.json) out.printJson(doc);
+    // After Ctrl-C no page is written (it would pass for the whole report); JSON and the table show the sessions done.
+    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    if (library && options.html !== undefined && !interrupted) await writePage(doc, library, options.html, out);
+    if (options.json) out.printJson(interrupted ? { ...doc, interrupted } : doc);
     else if (options.html === undefined && results.length > 0) out.print(formatTable(doc, out));
+    if (interrupted) {
+      exit.code = 130;
+      if (!options.json) out.error(`${interruptedMessage(split, files.length, "read")}${options.html !== undefined ? "; the page was not written" : ""}`);
+    } else if (failures.length > 0 && files.length > 1)
+      out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others are reported`);
   });
 }
 

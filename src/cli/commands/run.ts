@@ -120,7 +120,15 @@ export function registerRun(program: Command, exit: ExitState): void {
     }
     const split = splitOutcomes(outcomes);
     const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
-    printOutcome(out, { ...split, files: files.length, wallMs: Date.now() - started, estimate: !!options.estimate, output: options.output, interrupted });
+    printOutcome(out, {
+      ...split,
+      files: files.length,
+      wallMs: Date.now() - started,
+      estimate: !!options.estimate,
+      output: options.output,
+      dryRun: runOptions.dryRun,
+      interrupted,
+    });
   });
 }
 
@@ -147,6 +155,8 @@ interface RunOutcome {
   estimate: boolean;
   /** The `--output` file, when given. */
   output?: string;
+  /** `--dry-run` or `--estimate`: nothing is written. */
+  dryRun: boolean;
   /** After Ctrl-C (see batch.ts `settleBatch`). */
   interrupted?: InterruptedJson;
 }
@@ -178,7 +188,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
   // Failures were printed first and may have scrolled away: count them once more at the end.
   if (failures.length > 0 && files > 1 && !interrupted) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
-  if (interrupted) out.error(interruptedMessage(run, files));
+  if (interrupted) out.error(interruptedMessage(run, files, run.dryRun ? "dry-run" : "write"));
 }
 
 /** `--target`: whom run writes for (pipeline/target.ts). */
