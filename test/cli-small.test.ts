@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chainToolRefs } from "../src/chain/compress.js";
+import { buildProgram } from "../src/cli/main.js";
 import { suggestCommand } from "../src/cli/suggest.js";
 import { copyInto, FIXTURES, runCli, runCliWith, tempDir } from "./cli-capture.js";
 
@@ -41,6 +42,20 @@ describe("a mistyped command", () => {
     copyInto(dir, path.join(FIXTURES, "example-session.jsonl"), "metric");
     const r = await runCli(path.join(dir, "metric"), "--dry-run", "--json");
     expect(r.code).toBe(0);
+  });
+});
+
+describe('the options every command takes (README "Commands")', () => {
+  it("--json, --quiet and --raw on every command but completion, which prints its script and refuses them", async () => {
+    const program = buildProgram({ code: 0 });
+    const without = program.commands
+      .filter((c) => !["--json", "--quiet", "--raw"].every((flag) => c.options.some((o) => o.long === flag)))
+      .map((c) => c.name());
+    expect(without).toEqual(["completion"]);
+    const r = await runCli("completion", "bash", "--json");
+    expect([r.code, r.stderr.split("\n")[0]]).toEqual([2, "error: unknown option '--json'"]);
+    // Given --json, even this usage error is one JSON document (README "JSON output").
+    expect(JSON.parse(r.stdout)).toEqual({ error: { message: "unknown option '--json'", exitCode: 2 } });
   });
 });
 
