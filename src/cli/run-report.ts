@@ -141,7 +141,12 @@ const wouldWrite = (r: Pick<RunFileResult, "dryRun" | "entriesAppended">) => r.d
 function diskLine(results: RunFileResult[], output?: string): string {
   const t = totals(results);
   const one = results.length === 1;
-  if (!t.written && !results.some(wouldWrite)) return `nothing ${t.dryRun ? "would be" : "was"} written: the session file${one ? " is" : "s are"} unchanged`;
+  if (!t.written && !results.some(wouldWrite)) {
+    // --migrate rewrote a file in place (its original is in the backup) and nothing was appended.
+    const migrated = results.filter((r) => r.backup).length;
+    if (migrated > 0) return `nothing was appended; ${one ? "the session file was" : `${migrated} session files were`} rewritten as v3 (--migrate)`;
+    return `nothing ${t.dryRun ? "would be" : "was"} written: the session file${one ? " is" : "s are"} unchanged`;
+  }
   const pct = t.disk.fileBytes > 0 ? ` (+${((100 * t.disk.appendBytes) / t.disk.fileBytes).toFixed(1)}%)` : "";
   const growth = `${formatBytes(t.disk.appendBytes)}${pct}`;
   let line =

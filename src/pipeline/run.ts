@@ -184,7 +184,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   if (estimator) return { ...done(plan.report, null, 0, plan), dryRun: true, estimate: estimator.estimate };
   if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0, plan);
   await refuseIfOpenNow(session, options);
-  const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
+  const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base }, { migration });
   return done(plan.report, written, bytesAppended, plan);
 }
 

@@ -9,7 +9,7 @@ import { existsSync, realpathSync } from "node:fs";
 import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
-import { readUndoRecords } from "./journal.js";
+import { type MigrationFacts, readUndoRecords, sha256Hex } from "./journal.js";
 import { formatWarning, openSession } from "./open.js";
 import { checkSessionOpen, refusalMessage } from "./pi-running.js";
 import { parseSessionText } from "./reader.js";
@@ -216,6 +216,13 @@ export async function openForWrite(
   return refusal ? { ...migrated, refusal } : migrated;
 }
 
+/** The backup of an in-place migration, as the undo record keeps it (none when nothing was migrated in place). */
+async function migrationFacts(migration: MigrationReport | undefined): Promise<MigrationFacts | undefined> {
+  if (!migration?.backup || migration.migratedFrom === undefined) return undefined;
+  const bytes = await readFile(migration.backup);
+  return { backup: migration.backup, fromVersion: migration.migratedFrom, bytes: bytes.length, sha256: sha256Hex(bytes) };
+}
+
 /** What a planned run writes. */
 export interface RunWrite {
   entries: SessionEntry[];
@@ -226,6 +233,8 @@ export interface RunWrite {
  * Commit a planned run: the entries and their sidecars appended to the session by the crash-safe
  * locked append, or (sidecars first) written with the original bytes to `output`.
  * @param options.op the command, recorded in the journal and the undo record (default `run`)
+ * @param options.migration what `--migrate` did to the session in place before (its backup is
+ *   recorded with the write, so `undo` restores the original bytes)
  * @param base the migrated bytes to start `output` from (instead of the file as read)
  * @returns where the entries went and how many bytes they took
  * @throws CondenseError (exit 1) for any failure, naming the session; nothing half-written
@@ -234,11 +243,13 @@ export async function commitRun(
   session: Session,
   write: RunWrite,
   target: { output?: string; base?: Buffer },
-  options: { op?: string } = {},
+  options: { op?: string; migration?: MigrationReport } = {},
 ): Promise<{ written: string; bytesAppended: number }> {
   try {
     if (!target.output) {
-      return { written: session.path, bytesAppended: await appendEntries(session, write.entries, { op: options.op ?? "run", sidecars: write.sidecars }) };
+      const migration = await migrationFacts(options.migration);
+      const appended = await appendEntries(session, write.entries, { op: options.op ?? "run", sidecars: write.sidecars, ...(migration ? { migration } : {}) });
+      return { written: session.path, bytesAppended: appended };
     }
     for (const sidecar of write.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
     if (!target.base) await assertUnchanged(session);

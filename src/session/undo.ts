@@ -10,10 +10,10 @@
  * truncate and fsync, then the sidecars, then the record. A record whose write is already gone (the
  * file is exactly its size before) is finished by removing its sidecars and dropping it.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, rmdirSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { faultPoint } from "./fault.js";
-import { fsyncDir, readUndoRecords, sha256Hex, type UndoRecord, UNDO_KEEP, undoPath, writeDurable } from "./journal.js";
+import { fsyncDir, type MigrationFacts, readUndoRecords, sha256Hex, type UndoRecord, UNDO_KEEP, undoPath, writeDurable } from "./journal.js";
 import { readRange, removeCreatedSidecars } from "./recover.js";
 
 /** Bytes appended after a recorded write, as far as they can be told apart. */
@@ -83,6 +83,44 @@ export function removeWrite(session: string, record: UndoRecord, from: number): 
     }
     faultPoint("undo-truncated");
   }
+  removeSidecarsOf(session, record);
+  dropRecord(session, record);
+}
+
+/**
+ * Why the bytes a `--migrate` replaced cannot be put back, or null when its backup still holds
+ * exactly them (journal.ts `MigrationFacts`).
+ */
+export function migrationBackupProblem(migration: MigrationFacts): string | null {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(migration.backup);
+  } catch {
+    return `its backup ${migration.backup} is gone`;
+  }
+  if (bytes.length !== migration.bytes || sha256Hex(bytes) !== migration.sha256) return `its backup ${migration.backup} was changed since`;
+  return null;
+}
+
+/**
+ * Undo a write that followed a `--migrate` of the same command: remove the sidecars it created,
+ * put the original (v1/v2) bytes back by renaming the backup over the session — atomic: the file is
+ * either the migrated one with the entries or the original — and drop the record. A crash before
+ * the rename leaves the write intact (the next undo does it all again).
+ * @param from the size the file was inspected at (`postSize`)
+ * @throws Error when the file's size moved since it was inspected (nothing is changed then)
+ */
+export function restoreMigrated(session: string, record: UndoRecord, migration: MigrationFacts, from: number): void {
+  const size = statSync(session).size;
+  if (size !== from) throw new Error(`${session} changed while undo worked (${from} → ${size} bytes); nothing was changed — run undo again`);
+  removeSidecarsOf(session, record);
+  renameSync(migration.backup, session);
+  fsyncDir(dirname(session));
+  dropRecord(session, record);
+}
+
+/** Remove the sidecars a write created (each only while its bytes are the ones written), and their folder once empty. */
+function removeSidecarsOf(session: string, record: UndoRecord): void {
   removeCreatedSidecars(session, record.sidecars);
   // The blobs folder the write made for them goes too once empty (never one holding other files).
   for (const folder of new Set(record.sidecars.filter((x) => x.created).map((x) => dirname(x.path)))) {
@@ -92,6 +130,10 @@ export function removeWrite(session: string, record: UndoRecord, from: number): 
       // not empty, or gone
     }
   }
+}
+
+/** Drop a write's record from the session's undo file (the file goes when it was the last). */
+function dropRecord(session: string, record: UndoRecord): void {
   const kept = readUndoRecords(session).filter((r) => r.writeId !== record.writeId);
   if (kept.length > 0)
     writeDurable(
