@@ -247,6 +247,24 @@ describe("undo after --migrate puts back the v1/v2 original byte for byte", () =
       // Nothing of the write is left: no backup, no sidecars, no record.
       expect(filesBelow(dir)).toEqual(["s.jsonl"]);
     });
+
+    it(`${op} --migrate on a v${version} session, an undo that stopped after putting the original back: the next one finishes`, async () => {
+      const dir = path.join(tmp.dir, `migrated-${op}-v${version}-stopped`);
+      mkdirSync(dir);
+      const file = path.join(dir, "s.jsonl");
+      copyFileSync(source, file);
+      const original = readFileSync(file);
+      expect((await runCli([...command, file, "--migrate", "-q"], env)).code).toBe(0);
+      // What restoreMigrated does before it drops the record (its sidecars, if any, stay: the next undo removes them).
+      renameSync(`${file}.v${version}.bak`, file);
+      const undo = await runCli(["undo", file], env);
+      expect(undo.code, undo.stderr).toBe(0);
+      expect(undo.stdout.replace(/ of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC /, " of <time> ")).toBe(
+        `finished undoing condense ${op} of <time> on ${file}: the v${version} original from ${file}.v${version}.bak (${original.length.toLocaleString("en-US")} bytes) was already back; its record is gone now\n`,
+      );
+      expect(readFileSync(file).equals(original)).toBe(true);
+      expect(filesBelow(dir)).toEqual(["s.jsonl"]);
+    });
   }
 
   it("a changed backup: the entries go, the file stays v3, and undo says why", async () => {

@@ -135,15 +135,18 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
       const migration = last.state === "intact" ? record.migration : undefined;
       const problem = migration ? migrationBackupProblem(migration) : null;
       if (migration && problem) result.restoreProblem = `the v${migration.fromVersion} original cannot be put back: ${problem}; the file stays v3`;
-      const restore = migration && !problem ? migration : undefined;
+      // An undo that put the original back and stopped before dropping the record: finished here.
+      const restore = migration && !problem ? migration : last.state === "already-undone" && last.restored ? record.migration : undefined;
       if (restore) {
         result.restored = { backup: restore.backup, fromVersion: restore.fromVersion, bytes: restore.bytes };
         result.sizeAfter = restore.bytes;
+        if (result.finished) result.sizeBefore = restore.bytes;
       }
       if (options.dryRun) return result;
       lock.assertHeld();
-      if (restore) restoreMigrated(path, record, restore, result.sizeBefore);
-      else removeWrite(path, record, result.sizeBefore);
+      if (restore && !result.finished) restoreMigrated(path, record, restore, result.sizeBefore);
+      // Finishing: nothing to truncate (the file is its size before, or the original is back).
+      else removeWrite(path, record, result.finished ? record.preSize : result.sizeBefore);
       return result;
     },
     "undo",

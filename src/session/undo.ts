@@ -8,7 +8,8 @@
  *
  * The removal is ordered so that a crash at any point leaves a state the next `undo` finishes:
  * truncate and fsync, then the sidecars, then the record. A record whose write is already gone (the
- * file is exactly its size before) is finished by removing its sidecars and dropping it.
+ * file is exactly its size before, or — after a `--migrate` — the original is back) is finished by
+ * removing its sidecars and dropping it.
  */
 import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
@@ -27,7 +28,7 @@ export interface AppendedAfter {
 export type LastWrite =
   | { state: "none" }
   | { state: "replaced"; record: UndoRecord; why: string }
-  | { state: "already-undone"; record: UndoRecord }
+  | { state: "already-undone"; record: UndoRecord; restored?: true }
   | { state: "changed"; record: UndoRecord; why: string }
   | { state: "appended-after"; record: UndoRecord; after: AppendedAfter }
   | { state: "intact"; record: UndoRecord; size: number };
@@ -40,7 +41,11 @@ export function inspectLastWrite(session: string): LastWrite {
   const fd = openSync(session, "r");
   try {
     const st = fstatSync(fd);
-    if (st.ino !== record.ino || st.dev !== record.dev) return { state: "replaced", record, why: "it is another file now (its inode changed)" };
+    if (st.ino !== record.ino || st.dev !== record.dev) {
+      // An undo that put a migrated session's original back and stopped before dropping the record.
+      if (record.migration && isOriginal(fd, st.size, record.migration)) return { state: "already-undone", record, restored: true };
+      return { state: "replaced", record, why: "it is another file now (its inode changed)" };
+    }
     if (st.size < record.preSize || sha256Hex(readRange(fd, Math.max(0, record.preSize - 4096), record.preSize)) !== record.preTailSha256) {
       return { state: "replaced", record, why: "the bytes before condense's entries changed (the file was rewritten)" };
     }
@@ -54,6 +59,11 @@ export function inspectLastWrite(session: string): LastWrite {
   } finally {
     closeSync(fd);
   }
+}
+
+/** True when the open file holds exactly the bytes a `--migrate` backed up. */
+function isOriginal(fd: number, size: number, migration: MigrationFacts): boolean {
+  return size === migration.bytes && sha256Hex(readRange(fd, 0, size)) === migration.sha256;
 }
 
 /** How many records are kept before `record` (earlier writes that `undo` can remove after it). */

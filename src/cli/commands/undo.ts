@@ -57,9 +57,11 @@ export function undoLine(r: UndoResult): string {
   const original = r.restored && `the v${r.restored.fromVersion} original from ${r.restored.backup} (${n(r.restored.bytes)} bytes)`;
   const gone = r.restored && `its v3 rewrite and ${n(r.entries)} ${r.entries === 1 ? "entry" : "entries"}${sidecars}`;
   const head = r.restored
-    ? r.dryRun
-      ? `would undo ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
-      : `undid ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
+    ? r.finished
+      ? `finished undoing ${writeName(r)} on ${r.session}: ${original} was already back; its record is gone now`
+      : r.dryRun
+        ? `would undo ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
+        : `undid ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
     : r.dryRun
       ? `would undo ${writeName(r)} on ${r.session}: remove ${what}${sidecars}`
       : r.finished
