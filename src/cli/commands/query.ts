@@ -113,7 +113,6 @@ interface ImageWrite {
  */
 async function saveImages(dir: string, writes: ImageWrite[], session: string, force: boolean): Promise<void> {
   const flag = "--save-images";
-  if (dir.trim() === "") throw new UsageError(`${flag}: empty path (is the variable you passed unset?)`);
   const st = statSync(dir, { throwIfNoEntry: false });
   if (st && !st.isDirectory()) throw new UsageError(`${flag} ${dir} is not a folder; name a folder (it is created when missing; nothing was written)`);
   if (!st) {
