@@ -215,14 +215,10 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     tmp?.cleanup();
   });
 
-  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
-    const folder = path.join(tmp.dir, "archive");
-    mkdirSync(folder);
-    const files = Array.from({ length: 5 }, (_, i) => copyInto(folder, SOURCE, `p${i + 1}.jsonl`));
-    const before = new Map(files.map((f) => [f, readFileSync(f)]));
-    const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
-    const child = spawn(process.execPath, [cli.bin, "run", folder, "--model", "local/m1", "--jobs", "1", "--json"], {
-      env: { ...process.env, PI_CODING_AGENT_DIR: tmp.dir, CONDENSE_CACHE_DIR: path.join(tmp.dir, "cache") },
+  /** The built CLI as a child with piped output, Pi's folder the test's. */
+  const spawnCli = (args: string[], env: Record<string, string> = {}) => {
+    const child = spawn(process.execPath, [cli.bin, ...args], {
+      env: { ...process.env, PI_CODING_AGENT_DIR: tmp.dir, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -230,10 +226,21 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    return { pid: child.pid, kill: (signal: NodeJS.Signals) => child.kill(signal), exited, output: () => ({ stdout, stderr }) };
+  };
+
+  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
+    const folder = path.join(tmp.dir, "archive");
+    mkdirSync(folder);
+    const files = Array.from({ length: 5 }, (_, i) => copyInto(folder, SOURCE, `p${i + 1}.jsonl`));
+    const before = new Map(files.map((f) => [f, readFileSync(f)]));
+    const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
+    const child = spawnCli(["run", folder, "--model", "local/m1", "--jobs", "1", "--json"], { CONDENSE_CACHE_DIR: path.join(tmp.dir, "cache") });
     await waitFor("a first session written", () => changed().length >= 1, 60_000);
     child.kill("SIGINT");
-    expect(await exited).toBe(130);
+    expect(await child.exited).toBe(130);
     const done = changed();
+    const { stdout, stderr } = child.output();
     const doc = JSON.parse(stdout);
     expect(doc.interrupted.done).toBe(done.length);
     expect(doc.interrupted.untouched.sort()).toEqual(files.filter((f) => !done.includes(f)).sort());
@@ -250,15 +257,7 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     const first = copyInto(folder, LARGE, "m000.jsonl");
     const files = [first, ...Array.from({ length: 199 }, (_, i) => path.join(folder, `m${String(i + 1).padStart(3, "0")}.jsonl`))];
     for (const f of files.slice(1)) linkSync(first, f);
-    const child = spawn(process.execPath, [cli.bin, "metrics", folder, "--jobs", "1", "--json"], {
-      env: { ...process.env, PI_CODING_AGENT_DIR: tmp.dir },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => (stdout += d));
-    child.stderr.on("data", (d) => (stderr += d));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const child = spawnCli(["metrics", folder, "--jobs", "1", "--json"]);
     // Once the process catches SIGINT (Linux: bit 2 of SigCgt), and a moment later, when its own handler is installed.
     const catchesSigint = () => {
       const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? "0";
@@ -267,7 +266,8 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     await waitFor("a SIGINT handler", catchesSigint);
     await sleep(1000);
     child.kill("SIGINT");
-    expect(await exited).toBe(130);
+    expect(await child.exited).toBe(130);
+    const { stdout, stderr } = child.output();
     expect(stderr).toBe("");
     const doc = JSON.parse(stdout);
     expect(doc.interrupted.done).toBe(doc.sessions.length);
