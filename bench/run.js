@@ -355,10 +355,12 @@ const sections = [
       console.log("\n[native mode, every shared session] skipped: ../shared/sessions is absent");
       return;
     }
-    const { benchNative, formatNativeRows } = await import("./native.js");
+    const { benchNative, formatNativeRows, nativeSummary } = await import("./native.js");
     const rows = await benchNative();
     console.log("\n[native mode, every shared session] deterministic summarizer; context = Pi's estimate (tokens) of what Pi sends");
     for (const line of formatNativeRows(rows)) console.log(`  ${line}`);
+    console.log(`  ${nativeSummary(rows)}`);
+    c.summary.push(nativeSummary(rows));
     const done = rows.filter((r) => !r.error);
     const sum = (f) => done.reduce((t, r) => t + f(r), 0);
     c.summary.push(

@@ -224,11 +224,15 @@ describe("condense budget", () => {
     const r = await runCliWith({ COLUMNS: "200" }, "budget", fixture("budget-200k-threshold-delta.jsonl"));
     expect(r.code).toBe(0);
     const doc = JSON.parse((await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--json")).stdout);
-    expect(r.stdout.split("\n").slice(0, 3)).toEqual([
+    // No Pi settings here: the context stock Pi sends (the extension is not installed).
+    expect(doc.target.used).toBe("pi");
+    expect(r.stdout.split("\n").slice(0, 4)).toEqual([
       "budget-2 2026-01-01 Refactor the parser.",
       fixture("budget-200k-threshold-delta.jsonl"),
-      `context Pi sends: ${doc.context.before.tokens.toLocaleString("en-US")} ~tokens now → ${doc.context.after.tokens.toLocaleString("en-US")} after \`condense run\` (0%)`,
+      `context Pi sends (stock Pi): ${doc.context.piOnly.before.tokens.toLocaleString("en-US")} ~tokens now → ${doc.context.piOnly.after.tokens.toLocaleString("en-US")} after \`condense run\` (0%)`,
+      "threshold 0.735, delta 0.04 (of the window, counted up to 300,000 tokens)",
     ]);
+    expect(r.stdout).toContain("Pi would auto-compact (reserveTokens 16,384): never");
     expect(r.stdout).toContain("   3  b0000006     7  anthropic/claude-sonnet-4-5  115,999  200,000  147,000     58.0%   +4.0  delta");
     expect(r.stdout).toContain(
       "3 flushes (1 budget, 2 delta) over 5 evaluated of 5 tool-using turns; first flush: turn 3 (delta, entry b0000006, line 7); peak tokens: 147,000 at turn 5",
@@ -241,6 +245,9 @@ describe("condense budget", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("model kimchi-dev/kimi-k2.5 is not in pi-ai's registry; its turns have no window (pass --context-window N)");
     expect(r.stdout).toContain("unknown models (no window): kimchi-dev/kimi-k2.5");
+    // Without a window nothing says Pi would never compact: unknown, as compact --if-over says.
+    expect(r.stdout).toContain("Pi would auto-compact (reserveTokens 16,384): ? — window unknown (kimchi-dev/kimi-k2.5; pass --context-window N)\n");
+    expect(r.stdout).not.toContain("never");
   });
 
   it("rejects bad values with exit 2", async () => {

@@ -66,6 +66,18 @@ describe("the top-level help", () => {
     expect(r.stdout).toContain("Usage: condense [command] [options]   (no command: condense <session...> runs `run`)");
     expect(r.stdout).toContain("The main job is the default command: `condense <session...>` is `condense run <session...>`");
   });
+
+  it("shows numeric defaults as numbers, not quoted strings, in every command's help", async () => {
+    const commands = ["run", "render", "query", "metrics", "budget", "report", "compact", "undo", "install-skill", "completion"];
+    for (const command of commands) {
+      const r = await runCli(command, "--help");
+      expect(r.code, command).toBe(0);
+      expect(r.stdout.replace(/\s+/g, " "), command).not.toMatch(/default: "\d+"/);
+    }
+    const help = async (command: string) => (await runCli(command, "--help")).stdout.replace(/\s+/g, " ");
+    expect(await help("run")).toContain("parallel summarizer calls (default: 4)");
+    expect(await help("report")).toContain("largest tool outputs listed per session (default: 10)");
+  });
 });
 
 describe("run's report", () => {

@@ -4,6 +4,8 @@
  *   test/derive-overflow-fixture.mjs): a session whose last request overflowed the window resumes
  *   within it, with reserveTokens to spare, by Pi's own estimate — and Pi would not compact again;
  * - render, metrics and query keep working on a compacted (and pruned) copy of a shared session;
+ * - a run after compact appends nothing: chains the compaction took out of the context are no
+ *   `unresolved-range` faults (metrics counts none, --fail-on-diagnostics passes);
  * - budget shows where Pi itself would have auto-compacted, checked against the compaction Pi
  *   really recorded in a shared session; Pi's per-request context estimates equal Pi's own.
  */
@@ -123,6 +125,48 @@ describe("render, metrics and query on a compacted session", () => {
     expect(result.outputSource).toBe("record");
     const budget = await cli("budget", file, "--json");
     expect(budget.code, budget.stderr).toBe(0);
+  });
+});
+
+describe("run after compact: chains the compaction took out of the context are no faults", () => {
+  /** The `context-prune-diagnostic` entries of a file, as `kind: detail`. */
+  const diagnostics = (file: string) =>
+    readFileSync(file, "utf8")
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .filter((e) => e.customType === "context-prune-diagnostic")
+      .map((e) => `${e.data.kind}: ${e.data.detail}`);
+  const lines = (file: string) => readFileSync(file, "utf8").trimEnd().split("\n").length;
+  const faults = async (file: string) => JSON.parse((await cli("metrics", file, "--json", "--quiet")).stdout).sessions[0].diagnostics;
+
+  it.each([
+    ["pimono-large-session.migrated-v3.jsonl", "pi"],
+    ["kimchi-session.v3.jsonl", "pi"],
+    ["kimchi-session.v3.jsonl", "extension"],
+  ])("%s, target %s: run → compact → run appends nothing; metrics counts no unresolved range", async (name, target) => {
+    const file = copyInto(tmp.dir, path.join(SHARED_SESSIONS, name), `${target}-${name}`);
+    const first = await cli("run", file, "--target", target, "--json", "--quiet");
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).sessions[0].chains.compressed).toBeGreaterThan(0);
+    const before = await faults(file);
+    expect(before.unresolvedRanges.count).toBe(0);
+    // A small keepRecentTokens: the pruned context fits the default, and the cut must take chains away.
+    const compacted = await cli("compact", file, "--keep-recent-tokens", "4k", "--json", "--quiet");
+    expect(JSON.parse(compacted.stdout).sessions[0].status).toBe("compacted");
+    // Chains now behind the compaction: Pi sends none of them raw, and nothing is a fault.
+    const after = await faults(file);
+    expect(after.unresolvedRanges).toEqual({ count: 0, places: [] });
+    const recorded = diagnostics(file);
+    const size = lines(file);
+    const dry = JSON.parse((await cli("run", file, "--target", target, "--dry-run", "--json", "--quiet")).stdout).sessions[0];
+    expect(dry.entriesAppended).toBe(0);
+    const again = await cli("run", file, "--target", target, "--quiet");
+    expect(again.code, again.stderr).toBe(0);
+    expect(lines(file)).toBe(size);
+    expect(diagnostics(file)).toEqual(recorded);
+    // kimchi has no fault of its own: the CI gate passes on what condense wrote.
+    if (name.startsWith("kimchi")) expect((await cli("metrics", file, "--fail-on-diagnostics", "--quiet")).code).toBe(0);
   });
 });
 

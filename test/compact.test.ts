@@ -529,6 +529,34 @@ describe("the zero-model summary", () => {
     expect(text).toContain("  - `npm run build` → exit 2\n  - `npm run build` → exit 0\n  - `npm run e2e` → exit 1\n");
   });
 
+  it("list items carry one marker: a line's own list marker is dropped, diagram lines are no items, only the last request is in progress", () => {
+    const messages = [
+      user("- should we remove apiKey and always use resolveApiKey?\n- for the example hook:\n  - keep the messages to summarize as a defensive copy"),
+      assistant("- Yes: resolveApiKey everywhere.\n- The copy is defensive."),
+      user("ass usr tool bash"),
+      assistant("", [{ id: "d1", name: "edit", args: { path: "docs/hooks.md", oldText: "a", newText: "b" } }]),
+      user("┌────┬─────┐\n│ usr │ ass │\n└────┴─────┘\n↑ firstKeptEntryIndex"),
+      assistant("", [{ id: "d2", name: "read", args: { path: "docs/hooks.md" } }]),
+      user("│ [system] [summary] [usr idx 6] │\n\nplease use the format we use for the diagrams above → with indices"),
+      assistant("", [{ id: "d3", name: "read", args: { path: "docs/compaction.md" } }]),
+    ];
+    const text = localSummary({ messagesToSummarize: messages, turnPrefixMessages: [], isSplitTurn: false });
+    expect(text).toContain(
+      "## Goal\n- should we remove apiKey and always use resolveApiKey? for the example hook: keep the messages to summarize as a defensive copy\n" +
+        "- Latest request: please use the format we use for the diagrams above → with indices\n",
+    );
+    expect(text).toContain("## Constraints & Preferences\n- should we remove apiKey and always use resolveApiKey?\n");
+    expect(text).toContain(
+      "### Done\n- [x] should we remove apiKey and always use resolveApiKey? for the example hook: keep the messages to summarize as a defensive copy — Yes: resolveApiKey everywhere. The copy is defensive.\n",
+    );
+    // An arrow inside a sentence is prose; a line of box drawing, or one led by an arrow, is a diagram.
+    expect(text).toContain("### In Progress\n- [ ] please use the format we use for the diagrams above → with indices\n\n### Blocked");
+    // Earlier unanswered requests are other requests; the diagram-only message is none.
+    expect(text).toContain("- Other user requests (1, the last 1):\n  - ass usr tool bash\n");
+    expect(text).not.toMatch(/^\s*- (\[[ x]\] )?[-*>]\s/m);
+    expect(text).not.toMatch(/[│┌└↑]|firstKeptEntryIndex/);
+  });
+
   it("stays bounded whatever the session's size", () => {
     const messages: AgentMessage[] = [];
     for (let i = 0; i < 2000; i++) {

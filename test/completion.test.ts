@@ -145,7 +145,7 @@ describe("bash", () => {
     expect(bashComplete(["condense", "render", "--format", ""])).toEqual(["text", "json"]);
     expect(bashComplete(["condense", "render", "--format", "=", "j"])).toEqual(["json"]);
     expect(bashComplete(["condense", "query", "t3", "--format", ""])).toEqual(["text", "tool"]);
-    expect(bashComplete(["condense", "render", "--as", ""])).toEqual(["extension", "pi-only"]);
+    expect(bashComplete(["condense", "render", "--as", ""])).toEqual(["auto", "extension", "pi-only"]);
     expect(bashComplete(["condense", "--summarizer", "l"])).toEqual(["llm"]);
     expect(bashComplete(["condense", "metrics", "--tokenizer", ""])).toEqual(["chars4", "o200k"]);
     expect(bashComplete(["condense", "query", "--session", "a"])).toEqual(["a session.jsonl"]);

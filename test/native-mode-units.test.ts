@@ -117,7 +117,7 @@ describe("run --target pi on native-mode-shapes.jsonl", () => {
   });
 
   it("the extension's own render of the same run shows the same blocks, without the recovery command", async () => {
-    const r = await runCli(["render", extensionFile, "--format", "json", "--quiet"], env());
+    const r = await runCli(["render", extensionFile, "--as", "extension", "--format", "json", "--quiet"], env());
     const blocks = (JSON.parse(r.stdout) as Line[])
       .filter((m) => m.role === "user" && m.content[0]?.text?.startsWith("<compressed-chain"))
       .map((m) => m.content[0].text);

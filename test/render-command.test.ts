@@ -70,7 +70,7 @@ describe("condense render", () => {
     expect(r.stdout.split("\n").slice(0, 3)).toEqual([
       "0f000006 2026-01-01 Write the generated constants to src/gen.ts.",
       fixture("failed-write-30kb-args"),
-      "context Pi sends: 76 ~tokens now → 76 after `condense run` (0%)",
+      "context Pi sends (with pi-condense): 76 ~tokens now → 76 after `condense run` (0%)",
     ]);
     const rows = r.stdout
       .split("\n")

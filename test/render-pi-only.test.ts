@@ -1,8 +1,9 @@
 /**
  * `render --as pi-only` is what stock Pi sends without the extension: Pi 1.6's own
  * `buildSessionContext` + `convertToLlm` (SessionManager imported by file path, on this Node), on
- * every shared session and fixture, before and after `condense run`. And `run` / `render` warn on
- * stderr when Pi's settings do not switch the extension on, because then the context grows.
+ * every shared session and fixture, before and after `condense run`. `render` shows it by default
+ * when Pi's settings do not install and switch on the extension; `run --target extension` and
+ * `render --as extension` warn on stderr then (the extension's entries alone make that context grow).
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -138,17 +139,42 @@ describe("run and render say when Pi's settings leave the extension off", () => 
     expect(session.contextEdits.written).toBeGreaterThan(0);
   });
 
-  it("render warns unless --as pi-only (which shows exactly the context without the extension)", async () => {
+  it("render shows what this Pi sends — stock Pi's context, no warning; --as extension says it is not what Pi sends", async () => {
     const env = { PI_CODING_AGENT_DIR: agentDir };
-    const r = await runCli(["render", file, "--format", "json"], env);
+    const r = await runCli(["render", file, "--json"], env);
     expect(r.code).toBe(0);
-    expect(r.stderr).toBe(warning("This render shows the context with the extension; --as pi-only shows what Pi sends without it."));
-    const piOnly = await runCli(["render", file, "--as", "pi-only", "--json"], env);
-    expect(piOnly.stderr).toBe("");
-    const doc = JSON.parse(piOnly.stdout);
+    expect(r.stderr).toBe("");
+    const doc = JSON.parse(r.stdout);
     expect(doc.as).toBe("pi-only");
     expect(doc.stats.map((s: { phase: string }) => s.phase)).toEqual(["projection"]);
     expect(doc.diagnostics).toEqual([]);
+    const piOnly = await runCli(["render", file, "--as", "pi-only", "--json"], env);
+    expect(piOnly.stderr).toBe("");
+    expect(JSON.parse(piOnly.stdout).messages).toEqual(doc.messages);
+    const extension = await runCli(["render", file, "--as", "extension", "--format", "json"], env);
+    expect(extension.code).toBe(0);
+    expect(extension.stderr).toBe(
+      `warning: this render shows the context Pi sends with the pi-condense extension, but the extension is not switched on (${settings()} does not exist): ` +
+        `Pi sends what condense render shows without --as (stock Pi's context, --as pi-only). Switch it on with /pruner on in Pi, or set "contextPrune": ` +
+        `{ "enabled": true } in ${settings()}. It does not look installed either: pi install npm:pi-condense.\n`,
+    );
+  });
+
+  it("after a default run, render tells a stock-Pi user the context it sends: what run said, smaller, no warning", async () => {
+    const copy = path.join(tmp.dir, "ran.jsonl");
+    copyFileSync(file, copy);
+    const env = { ...NOW, PI_CODING_AGENT_DIR: agentDir };
+    const run = await runCli(["run", copy, "--json"], env);
+    expect(run.code).toBe(0);
+    const [session] = JSON.parse(run.stdout).sessions;
+    // (The stubs name the session by its path, so "after" depends on the temp folder's name.)
+    const after = session.context.piOnly.after.tokens.toLocaleString("en-US");
+    expect(session.context.piOnly.before.tokens).toBe(1427);
+    expect(session.context.piOnly.after.tokens).toBeLessThan(1427);
+    const r = await runCli(["render", copy, "--stats"], env);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe("");
+    expect(r.stdout.split("\n")[2]).toBe(`context Pi sends (stock Pi): ${after} ~tokens now → ${after} after \`condense run\` (0%)`);
   });
 
   it("says nothing once settings.json switches it on", async () => {

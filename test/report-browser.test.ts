@@ -163,6 +163,8 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
         "run.context.piOnly.after.tokens",
         "compact.context.before.tokens",
         "compact.context.after.tokens",
+        "compact.context.piOnly.before.tokens",
+        "compact.context.piOnly.after.tokens",
       ];
       expect(bars.series).toEqual(paths);
       expect(bars.data).toEqual([paths.map((p) => pick(s, p))]);
@@ -175,7 +177,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
         text: el.textContent ?? "",
       })),
     );
-    // 12 figures and 6 bars per session, then its events, its outputs and its row in the archive table.
+    // 12 figures and 8 bars per session, then its events, its outputs and its row in the archive table.
     expect(shown.length).toBeGreaterThanOrEqual(18 * doc.sessions.length);
     const byAnchor = new Map(doc.sessions.map((s: any) => [s.anchor, s]));
     for (const x of shown) {

@@ -12,6 +12,9 @@ import path from "node:path";
 import { getCurrentSystemMessage } from "@earendil-works/pi-ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { estimatesThroughRequests } from "../src/compact/trigger.js";
+import { piCompactionOutlook } from "../src/report/budget-compaction.js";
+import { piCompactsText } from "../src/report/html-client.js";
+import type { SessionReport } from "../src/report/session-report.js";
 import { loadSession } from "../src/session/session.js";
 import { fixture, runCli, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 import { runCli as harness } from "./cli-harness.js";
@@ -262,9 +265,22 @@ describe("report --html", () => {
     expect(s.label.shortId).toBe("019dcd91");
     expect(row).toContain(`${n(s.run.context.before.tokens)} → ${n(s.run.context.after.tokens)}`);
     expect(row).toContain(`${n(s.run.context.piOnly.before.tokens)} → ${n(s.run.context.piOnly.after.tokens)}`);
-    expect(row).toContain(`${n(s.compact.context.before.tokens)} → ${n(s.compact.context.after.tokens)}`);
+    // compact: what this Pi sends — stock Pi here (no settings: the extension is not installed).
+    expect(s.compact.target.used).toBe("pi");
+    expect(row).toContain(`${n(s.compact.context.piOnly.before.tokens)} → ${n(s.compact.context.piOnly.after.tokens)}`);
+    // kimchi's model is not in pi-ai's registry: whether Pi would compact is unknown, never "never".
+    expect(row).toContain("│ ? (window unknown) │");
+    expect(r.stdout).not.toContain("never");
     expect(readFileSync(file).equals(before)).toBe(true);
     expect(readdirSync(tmp.dir).filter((f) => f.startsWith("untouched"))).toEqual(["untouched.jsonl"]);
+    // At 120 columns: the short figures with size, Pi's compaction and cost beside them.
+    const medium = await harness(["report", file, shared(THREE[2])], { ...env(), COLUMNS: "120" });
+    expect(
+      medium.stdout
+        .split("\n")[1]
+        .split("│")
+        .map((c) => c.trim()),
+    ).toEqual(["", "session", "size", "now", "run: ext.", "stock Pi", "compact", "Pi compacts", "cost", ""]);
     // At 80 columns: the narrow layout, every line within the width.
     const narrow = await harness(["report", file, shared(THREE[2])], { ...env(), COLUMNS: "80" });
     expect(narrow.code).toBe(0);
@@ -277,5 +293,32 @@ describe("report --html", () => {
           .map((l) => l.length),
       ),
     ).toBeLessThanOrEqual(80);
+  });
+});
+
+describe("where Pi itself would compact, when a model's window is unknown", () => {
+  /** A session's budget replay with these turns' windows, these compaction points, auto-compaction on or off. */
+  const session = (windows: (number | null)[], turns: number[], enabled = true) =>
+    ({
+      budget: {
+        compaction: { enabled, reserveTokens: 16_384, keepRecentTokens: 20_000 },
+        rows: windows.map((window) => ({ window })),
+        summary: { piCompactions: turns.map((turn) => ({ turn })) },
+      },
+    }) as unknown as SessionReport;
+  it("says never only when every window is known; unknown (?) otherwise, as compact --if-over does", () => {
+    const cases: [SessionReport, string, string][] = [
+      [session([200_000, 200_000], []), "never", "never"],
+      [session([null, null], []), "unknown", "unknown (window unknown)"],
+      [session([200_000, null], []), "unknown", "unknown (window unknown)"],
+      [session([200_000, null], [1]), "at", "at turn 1 (window unknown on some turns)"],
+      [session([200_000], [1]), "at", "at turn 1"],
+      [session([null], [], false), "off", "off (compaction.enabled: false)"],
+    ];
+    for (const [s, state, text] of cases) {
+      expect(piCompactionOutlook(s.budget).state).toBe(state);
+      expect(piCompactsText(s)).toBe(text);
+    }
+    expect(piCompactionOutlook(session([200_000, null, null], []).budget).unknownTurns).toBe(2);
   });
 });

@@ -211,7 +211,9 @@ describe("run --model with the cache, and --estimate, through the local server",
     const r = await runCli(["run", file, "--model", "local/m1", "--estimate"], env());
     expect(r.code).toBe(0);
     expect(server.requests).toHaveLength(0);
-    expect(r.stdout).toMatch(/│ again\.jsonl │\s+0 │\s+0 │\s+\d+ │\s+0 │\s+0 │ \$0\.0000 │/);
+    // Labelled as every other table labels a session: short id, date, first prompt (not the file name).
+    expect(r.stdout).toMatch(/│ 019dce0b 2026-04-27 we're in the directory of our bespoke coding harness [^│]+│\s+0 │\s+0 │\s+\d+ │\s+0 │\s+0 │ \$0\.0000 │/);
+    expect(r.stdout).not.toContain("again.jsonl");
     expect(r.stdout).toContain("estimate: no model was called · model local/m1");
   });
 

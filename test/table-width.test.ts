@@ -1,7 +1,7 @@
 /**
  * Tables fit the terminal (docs/design.md §2): with 80 columns no table line of `run`, `metrics`,
  * `budget` or `compact` is wider than 80, over every shared session; the same under a real terminal (tmux)
- * at 80 and at 160 columns, where the wide layout appears.
+ * at 80 and at 160 columns, where the wide layout appears, and compact's layouts at 80, 100, 120 and 160.
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, rmSync, utimesSync } from "node:fs";
@@ -67,6 +67,9 @@ describe.skipIf(!present)("at COLUMNS=80, over every shared session", () => {
     const r = await at80("run", tmp.dir, "--dry-run", "--migrate", "--jobs", "2");
     expect(tableLines(r.stdout).length).toBe(files.length - 1 + 4 + 1); // rows (gjc-01 refused), borders and head, totals
     expect(widest(tableLines(r.stdout).join("\n"))).toBeLessThanOrEqual(80);
+    // Short numbers, but counts keep their thousands separators: the entries the total would add.
+    const total = tableLines(r.stdout).find((l) => l.includes("total (")) ?? "";
+    expect(total).toMatch(/│ +\d{1,3}\/\d{1,3}(,\d{3})+ │ .* │ +\(\d{1,3}(,\d{3})+\) │$/);
   });
 
   it("metrics: no table line wider than 80", async () => {
@@ -154,9 +157,27 @@ describe.skipIf(!hasTmux || !present)("in a real terminal (tmux) at 80 and 160 c
     300_000,
   );
 
+  it.each([
+    [80, ["session", "Pi", "context ~tokens", "result"]],
+    [100, ["session", "Pi", "first kept entry", "context ~tokens", "result"]],
+    [120, ["session", "Pi", "first kept entry", "context ~tokens", "result"]],
+    [160, ["session", "Pi would compact", "first kept entry", "summarized msgs", "files r/m", "context ~tokens", "result"]],
+  ])(
+    "compact --dry-run at %i columns: the widest layout that fits; where Pi would cut stays in view from 100 columns",
+    async (columns, heads) => {
+      const screen = await inTerminal(columns, `compact ${path.join(tmp.dir, "kimchi-session.v3.jsonl")} --dry-run`);
+      const lines = tableLines(screen);
+      expect(lines[1].split("│").map((c) => c.trim())).toEqual(["", ...heads, ""]);
+      expect(widest(lines.join("\n"))).toBeLessThanOrEqual(columns);
+      // The cut: kimchi's first kept entry, a split turn.
+      if (columns >= 100) expect(lines[3]).toContain("eadd2f57 (line 96), split turn");
+    },
+    150_000,
+  );
+
   it("budget's table and chart at 80 columns fit", async () => {
     const screen = await inTerminal(80, `budget ${path.join(tmp.dir, "kimchi-session.v3.jsonl")} --context-window 200k`);
     expect(widest(budgetTable(screen).join("\n"))).toBeLessThanOrEqual(80);
-    expect(screen).toContain("context Pi sends:");
+    expect(screen).toContain("context Pi sends (stock Pi):");
   }, 150_000);
 });

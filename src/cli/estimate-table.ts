@@ -5,12 +5,14 @@
  */
 import type { RunFileResult } from "../pipeline/run.js";
 import { emptyEstimate, type Estimate } from "../summarize/estimate.js";
-import { displayNames, type Output } from "./output.js";
+import { type Output, sessionLabels } from "./output.js";
+import type { Column } from "./table.js";
 
 /** `--estimate`: per session the requests a model would get, their tokens and expected cost; totals. */
-export function formatEstimate(results: Pick<RunFileResult, "session" | "estimate">[], out: Output): string {
+export function formatEstimate(results: Pick<RunFileResult, "session" | "label" | "estimate">[], out: Output): string {
   const n = (x: number) => x.toLocaleString("en-US");
-  const names = displayNames(results.map((r) => r.session));
+  // Sessions labelled as every other table labels them (short id, date, name or first prompt).
+  const names = sessionLabels(results);
   const estimates = results.map((r) => r.estimate ?? null);
   const row = (name: string, e: Pick<Estimate, "batches" | "fusions" | "cached" | "inputTokens" | "outputTokens" | "cost">) => [
     name,
@@ -34,8 +36,11 @@ export function formatEstimate(results: Pick<RunFileResult, "session" | "estimat
     };
     rows.push(row(out.c.bold(`total (${results.length})`), total));
   }
-  const align: ("left" | "right")[] = ["left", ...Array<"right">(6).fill("right")];
-  const table = out.table(["session", "batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"], rows, align);
+  const columns: Column[] = [
+    { head: "session", fit: true, minWidth: 12 },
+    ...["batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"].map((head): Column => ({ head, align: "right" })),
+  ];
+  const table = out.fitted([{ columns, rows }]).text;
   const models = [...new Set(estimates.map((e) => e?.model).filter((m): m is string => !!m))];
   const unpriced = [...new Set(estimates.filter((e) => e?.model && !e.priced).map((e) => e?.model))];
   const notes = [

@@ -27,3 +27,17 @@ export function percentChange(before: number, after: number): string {
   const p = Math.round((100 * (after - before)) / before);
   return p > 0 ? `+${p}%` : `${p}%`;
 }
+
+/** Which Pi's context a figure is: stock Pi's own (`pi-only`), or with the pi-condense extension switched on. */
+export function sentByName(as: "pi-only" | "extension"): string {
+  return as === "pi-only" ? "stock Pi" : "with pi-condense";
+}
+
+/**
+ * The one "before → after" line of `render --stats` and `budget`:
+ * `context Pi sends (stock Pi): 71,454 ~tokens now → 14,430 after \`condense run\` (-80%)`.
+ */
+export function sentLine(as: "pi-only" | "extension", context: { before: { tokens: number }; after: { tokens: number } }): string {
+  const { before, after } = context;
+  return `context Pi sends (${sentByName(as)}): ${n(before.tokens)} ~tokens now → ${n(after.tokens)} after \`condense run\` (${percentChange(before.tokens, after.tokens)})`;
+}

@@ -9,7 +9,7 @@ import { recoveryFromHere } from "../pipeline/target.js";
 import { type Output, sessionLabels, wrapWords } from "./output.js";
 import { formatBytes, n, percentChange, shortCount } from "./format.js";
 import type { Column } from "./table.js";
-import type { ContextSize } from "../context/size.js";
+import { type ContextSize, sentContext } from "../context/size.js";
 
 type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "entriesAppended" | "disk" | "dryRun" | "written" | "backup"> & {
   /** What Pi sends for the target the run used: stock Pi's for `pi`, the extension's for `extension`. */
@@ -18,12 +18,12 @@ type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "entriesAppen
 
 /** The context figure of the target a run used. */
 function shownContext(r: Pick<RunFileResult, "context" | "target">): { before: ContextSize; after: ContextSize } {
-  return r.target.used === "pi" ? r.context.piOnly : r.context;
+  return sentContext(r.context, r.target);
 }
 
 function entriesCell(r: Counts, compact: boolean): string {
-  if (r.dryRun) return compact ? `(${r.entriesAppended})` : `would add ${r.entriesAppended}`;
-  if (r.written) return `+${r.entriesAppended}`;
+  if (r.dryRun) return compact ? `(${n(r.entriesAppended)})` : `would add ${n(r.entriesAppended)}`;
+  if (r.written) return `+${n(r.entriesAppended)}`;
   return r.backup ? "migrated only" : compact ? "—" : "nothing to do";
 }
 

@@ -4,7 +4,8 @@
  * `SUMMARIZATION_PROMPT`) filled from the session itself, with no model, network or key.
  *
  * What goes in: the user's requests (the first is the goal; answered ones are done, the last
- * unanswered one is in progress), the constraints they stated, the files modified (with edit and
+ * one, unanswered, is in progress; each line without its own list marker, and without diagram
+ * lines — box drawing, pointer arrows — or lines with no letter), the constraints they stated, the files modified (with edit and
  * write counts) and the assistant's reasons for those changes, the commands run with their exit
  * status, the failures after the last command that succeeded (blocked), the errors seen, and the
  * last assistant reply before the cut. A previous compaction's summary is carried forward,
@@ -49,6 +50,29 @@ const TIMEOUT = /Command timed out after/i;
 function clip(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
   return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+/** A line's own list, heading or quote marker (`- `, `* `, `1. `, `[ ] `, `## `, `> `), which a summary line replaces with its own. */
+const LINE_MARKER = /^(?:[-*+•]\s+|\d+[.)]\s+|\[[ xX]\]\s+|#{1,6}\s+|>\s*)+/;
+/** Box drawing, block and geometric-shape characters: a line holding one is a diagram, not prose. */
+const BOX = /[\u2500-\u259f\u25a0-\u25ff]/;
+const ARROWS = /[\u2190-\u21ff]/g;
+
+/** A diagram line: box drawing anywhere, or arrows — one that starts the line (a pointer), or two or more; "a → b" in prose stays. */
+function isDiagram(line: string): boolean {
+  return BOX.test(line) || /^[\u2190-\u21ff]/.test(line) || (line.match(ARROWS)?.length ?? 0) >= 2;
+}
+
+/**
+ * Text for one item of the summary: the lines of `text` without their own list markers, diagram
+ * lines and lines without a letter left out, joined by newlines ("" when nothing is left).
+ */
+function prose(text: string): string {
+  return text
+    .split("\n")
+    .map((l) => l.trim().replace(LINE_MARKER, "").trim())
+    .filter((l) => l !== "" && !isDiagram(l) && /\p{L}/u.test(l))
+    .join("\n");
 }
 
 /** Lines kept (blank ones dropped), at most `max` characters, each prefixed for a bullet's body. */
@@ -128,10 +152,11 @@ function noteTime(f: Facts, m: AgentMessage): void {
   }
 }
 
-/** A user request, and the sentences of it that state a requirement or preference. */
+/** A user request (as {@link prose}: a message of diagrams alone has no text), and the sentences of it that state a requirement or preference. */
 function addUser(f: Facts, content: unknown, walk: Walk): void {
-  const text = textOf(content).trim();
-  if (text === "") return;
+  const raw = textOf(content).trim();
+  if (raw === "") return;
+  const text = prose(raw);
   f.requests.push({ text, reply: "", answered: false });
   for (const sentence of text.split(/(?<=[.!?])\s+|\n+/)) {
     if (f.constraints.length >= CAP.constraints || !CONSTRAINT.test(sentence)) continue;
@@ -154,7 +179,7 @@ function addAssistant(f: Facts, a: AssistantMessage, walk: Walk): void {
   const current = f.requests[f.requests.length - 1];
   if (text !== "") {
     f.lastReply = text;
-    if (current) current.reply = text;
+    if (current) current.reply = prose(text);
   }
   if (current) current.answered = text !== "" && toolCalls.length === 0 && a.stopReason !== "error" && a.stopReason !== "aborted";
   if (a.stopReason === "error" && a.errorMessage) f.errors.push({ seq: walk.seq++, text: `model request failed: ${clip(a.errorMessage, CAP.errorLine)}` });
@@ -313,9 +338,10 @@ function criticalContext(f: Facts, blocked: ReturnType<typeof blockers>, previou
     critical.push(`- Errors seen earlier, worked around since (last ${Math.min(4, blocked.earlierErrors.length)} of ${blocked.earlierErrors.length}):`);
     for (const e of lastN(blocked.earlierErrors, 4)) critical.push(`  - ${e}`);
   }
-  if (f.requests.length > 2) {
-    critical.push(`- Other user requests (${f.requests.length - 2}, the last ${Math.min(6, f.requests.length - 2)}):`);
-    for (const r of lastN(f.requests.slice(1, -1), 6)) critical.push(`  - ${clip(r.text, 160)}`);
+  const others = f.requests.slice(1, -1).filter((r) => r.text !== "");
+  if (others.length > 0) {
+    critical.push(`- Other user requests (${others.length}, the last ${Math.min(6, others.length)}):`);
+    for (const r of lastN(others, 6)) critical.push(`  - ${clip(r.text, 160)}`);
   }
   for (const b of f.branchSummaries.slice(-2)) critical.push(`- Summary of an abandoned branch: ${clip(b, 400)}`);
   if (f.lastReply) critical.push("- Last assistant reply before the cut:", clipBlock(f.lastReply, CAP.lastReply, "  > "));
@@ -327,14 +353,16 @@ function criticalContext(f: Facts, blocked: ReturnType<typeof blockers>, previou
 function historySummary(messages: AgentMessage[], previousSummary: string | undefined, context: LocalSummaryContext, splitTurnFollows: boolean): string {
   const f = collect(messages);
   const blocked = blockers(f);
-  const open = f.requests.filter((r) => !r.answered);
-  const current = f.requests.length > 0 && !f.requests[f.requests.length - 1].answered ? f.requests[f.requests.length - 1] : undefined;
+  // The request in progress is the last one, unanswered; earlier unanswered ones were left for a later request.
+  const last = f.requests[f.requests.length - 1];
+  const current = last && !last.answered && last.text !== "" ? last : undefined;
+  const worded = f.requests.filter((r) => r.text !== "");
   const out: string[] = [];
   const section = (title: string, lines: string[], empty = "- (none)") => out.push(title, lines.length > 0 ? lines.join("\n") : empty, "");
 
   const goal = previousSummary ? previousGoal(previousSummary) : [];
-  if (f.requests.length > 0) goal.push(`- ${clip(f.requests[0].text, CAP.goal)}`);
-  if (f.requests.length > 1) goal.push(`- Latest request: ${clip(f.requests[f.requests.length - 1].text, CAP.request)}`);
+  if (worded.length > 0) goal.push(`- ${clip(worded[0].text, CAP.goal)}`);
+  if (worded.length > 1) goal.push(`- Latest request: ${clip(worded[worded.length - 1].text, CAP.request)}`);
   section("## Goal", goal, "- (no user request in the summarized messages)");
 
   const constraints = f.constraints.map((c) => `- ${c}`);
@@ -344,10 +372,10 @@ function historySummary(messages: AgentMessage[], previousSummary: string | unde
   out.push("## Progress");
   const done: string[] = [];
   for (const r of lastN(
-    f.requests.filter((x) => x.answered),
+    worded.filter((x) => x.answered),
     CAP.answered,
   ))
-    done.push(`- [x] ${clip(r.text, 160)} — ${clip(r.reply, 200)}`);
+    done.push(`- [x] ${clip(r.text, 160)}${r.reply ? ` — ${clip(r.reply, 200)}` : ""}`);
   const modified = [...f.modified.entries()];
   for (const [path, n] of modified.slice(0, CAP.modifiedListed)) {
     const what = [n.edits ? plural(n.edits, "edit") : "", n.writes ? plural(n.writes, "write") : ""].filter(Boolean).join(", ");
@@ -357,7 +385,7 @@ function historySummary(messages: AgentMessage[], previousSummary: string | unde
   const succeeded = [...new Map(f.commands.filter((c) => c.status === "ok").map((c) => [c.command, c])).values()];
   for (const c of lastN(succeeded, 6)) done.push(`- [x] Ran ${commandLine(c)}`);
   section("### Done", done, "- [x] (nothing recorded as done)");
-  const inProgress = lastN(open, 3).map((r) => `- [ ] ${clip(r.text, CAP.request)}`);
+  const inProgress = current ? [`- [ ] ${clip(current.text, CAP.request)}`] : [];
   section("### In Progress", inProgress, splitTurnFollows ? "- [ ] (the request in the turn context below)" : "- [ ] (none: the last request was answered)");
   section(
     "### Blocked",
@@ -394,7 +422,9 @@ function turnPrefixSummary(messages: AgentMessage[], context: LocalSummaryContex
   const blocked = blockers(f);
   const out: string[] = [
     "## Original Request",
-    f.requests.length > 0 ? clip(f.requests[0].text, CAP.prefixRequest) : "(no user request in this part of the turn)",
+    f.requests.some((r) => r.text !== "")
+      ? clip(f.requests.find((r) => r.text !== "")?.text ?? "", CAP.prefixRequest)
+      : "(no user request in this part of the turn)",
   ];
   if (context.customInstructions) out.push("", `Focus requested for this summary: ${clip(context.customInstructions, 600)}`);
   const progress: string[] = [];

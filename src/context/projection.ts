@@ -38,6 +38,26 @@ export function buildContextEntries(branch: SessionEntry[]): SessionEntry[] {
   return out;
 }
 
+/**
+ * Timestamps (epoch ms) of the user and assistant messages on a branch that Pi's latest compaction
+ * leaves out of the context: those of the entries before its first kept entry (see
+ * {@link buildContextEntries}). Empty without a compaction.
+ */
+export function compactedMessageTimestamps(branch: SessionEntry[]): Set<number> {
+  const out = new Set<number>();
+  let compactionIdx = -1;
+  for (let i = 0; i < branch.length; i++) if (branch[i].type === "compaction") compactionIdx = i;
+  if (compactionIdx < 0) return out;
+  const firstKept = (branch[compactionIdx] as CompactionEntry).firstKeptEntryId;
+  for (let i = 0; i < compactionIdx; i++) {
+    const entry = branch[i];
+    if (entry.id === firstKept) break;
+    const message = entry.type === "message" ? (entry.message as AgentMessage | undefined) : undefined;
+    if ((message?.role === "user" || message?.role === "assistant") && typeof message.timestamp === "number") out.add(message.timestamp);
+  }
+  return out;
+}
+
 function isoToMs(timestamp: unknown): number {
   return new Date(timestamp as string).getTime();
 }

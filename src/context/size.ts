@@ -137,3 +137,21 @@ export function contextSize(messages: readonly AgentMessage[], tokensOf: (m: Age
   }
   return { messages: count, chars, tokens };
 }
+
+/** A context before → after `run`: with the pi-condense extension's phases, and as stock Pi sends it (`piOnly`). */
+export interface ContextViews<T = ContextSize> {
+  before: T;
+  after: T;
+  piOnly: { before: T; after: T };
+}
+
+/**
+ * The before → after the user's Pi sends (docs/design.md "Context size"): stock Pi's own
+ * projection (`piOnly`) when `run` writes for stock Pi (target `pi`: the extension is not
+ * installed and switched on), the render with the extension's phases otherwise. Every command
+ * prints this one.
+ * @param target whom `run` writes for (`pipeline/target.ts`; `auto` decides from Pi's settings)
+ */
+export function sentContext<T>(views: ContextViews<T>, target: { used: "pi" | "extension" }): { before: T; after: T } {
+  return target.used === "pi" ? views.piOnly : { before: views.before, after: views.after };
+}

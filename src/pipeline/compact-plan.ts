@@ -11,7 +11,7 @@ import { prepareCompaction, type CompactionPreparation } from "../compact/prepar
 import type { CompactionSettings } from "../compact/settings.js";
 import { checkTrigger, type TriggerCheck } from "../compact/trigger.js";
 import { projectEntries } from "../context/projection.js";
-import { contextSize, type ContextSize } from "../context/size.js";
+import { contextSize, type ContextViews } from "../context/size.js";
 import { renderBranch } from "../render/render.js";
 import { compactionEntry } from "../entries/build.js";
 import type { CompactionDetails, CompactionEntry } from "../session/types.js";
@@ -47,8 +47,11 @@ export interface CompactionPlan {
   entry: CompactionEntry<CompactionDetails> | null;
   /** Pi's estimate of the context (tokens; `estimateProjectedContextTokens`, what its trigger compares) now, and after the entry is appended (= before when nothing is). */
   piEstimate: { before: number; after: number };
-  /** The context Pi sends (`context/size.ts`, the one measure every command reports, with the extension's phases) now and after the entry. */
-  context: { before: ContextSize; after: ContextSize };
+  /**
+   * The context Pi sends (`context/size.ts`, the one measure every command reports) now and after
+   * the entry: with the extension's phases (`before`, `after`), and as stock Pi sends it (`piOnly`).
+   */
+  context: ContextViews;
   usage: Usage | null;
 }
 
@@ -70,7 +73,7 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
   const fraction = typeof options.ifOver === "number" ? options.ifOver : undefined;
   const trigger = checkTrigger(branch, projected, options.contextWindow, settings, fraction);
   const before = trigger.contextTokens;
-  const sentNow = contextSize(view.rendered.afterAgent);
+  const sentNow = { extension: contextSize(view.rendered.afterAgent), piOnly: contextSize(view.rendered.beforeAgent) };
   const idle = (status: CompactionStatus, reason: string, preparation: CompactionPreparation | null = null): CompactionPlan => ({
     status,
     reason,
@@ -79,7 +82,7 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
     preparation,
     entry: null,
     piEstimate: { before, after: before },
-    context: { before: sentNow, after: sentNow },
+    context: { before: sentNow.extension, after: sentNow.extension, piOnly: { before: sentNow.piOnly, after: sentNow.piOnly } },
     usage: null,
   });
 
@@ -103,6 +106,7 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
   );
   const [entry] = chainEntries(view.session, [payload], options.nowIso);
   const after = [...branch, entry];
+  const rendered = renderBranch(after, view.config);
   return {
     status: "compacted",
     reason: null,
@@ -111,7 +115,11 @@ export async function planCompaction(view: SessionView, options: CompactionPlanO
     preparation: prepared,
     entry,
     piEstimate: { before, after: estimateProjectedContextTokens(projectEntries(after), after).tokens },
-    context: { before: sentNow, after: contextSize(renderBranch(after, view.config).afterAgent) },
+    context: {
+      before: sentNow.extension,
+      after: contextSize(rendered.afterAgent),
+      piOnly: { before: sentNow.piOnly, after: contextSize(rendered.beforeAgent) },
+    },
     usage: usage ?? null,
   };
 }

@@ -6,12 +6,13 @@
  */
 import type { CompactionSettings } from "../compact/settings.js";
 import { computeFileLists } from "../compact/file-ops.js";
-import type { ContextSize } from "../context/size.js";
+import type { ContextViews } from "../context/size.js";
 import { lineOf } from "../report/session-metrics.js";
 import type { MigrationReport } from "../session/commit.js";
 import { sessionLabel, type SessionLabel } from "../session/label.js";
 import type { Session } from "../session/session.js";
 import type { CompactionPlan, CompactionStatus } from "./compact-plan.js";
+import type { TargetDecision } from "./target.js";
 
 /** Where the context window came from: `--context-window`, pi-ai's model registry, or nowhere. */
 export type WindowSource = "override" | "registry" | "unknown";
@@ -41,8 +42,13 @@ export interface CompactFileResult extends MigrationReport {
   tokensBefore: number | null;
   /** Pi's estimate of the context (tokens; `estimateProjectedContextTokens`) before and after the entry: what Pi's trigger compares. */
   piEstimate: { before: number; after: number };
-  /** The context Pi sends before and after the entry, in the measure every command reports (`context/size.ts`). */
-  context: { before: ContextSize; after: ContextSize };
+  /**
+   * The context Pi sends before and after the entry, in the measure every command reports
+   * (`context/size.ts`): with the extension's phases, and as stock Pi sends it (`piOnly`).
+   */
+  context: ContextViews;
+  /** Whom `run --target auto` writes for in the session's project: which of the two contexts its Pi sends (`pi`: `piOnly`). */
+  target: TargetDecision;
   /** Whether Pi's estimate after fits `window − reserveTokens` (null when the window is unknown). */
   fits: boolean | null;
   summaryChars: number | null;
@@ -64,6 +70,8 @@ export interface CompactFacts {
   settingsFiles: string[];
   contextWindow: number | null;
   contextWindowFrom: WindowSource;
+  /** Whom `run --target auto` writes for (the Pi the session's project runs). */
+  target: TargetDecision;
   migration: MigrationReport;
   dryRun: boolean;
   written: string | null;
@@ -115,6 +123,7 @@ export function compactReport(session: Session, plan: CompactionPlan, facts: Com
     tokensBefore: prep?.tokensBefore ?? null,
     piEstimate: plan.piEstimate,
     context: plan.context,
+    target: facts.target,
     fits: level === null ? null : plan.piEstimate.after <= level,
     summaryChars: plan.entry?.summary.length ?? null,
     usage: u ? { input: u.input, output: u.output, cost: u.cost?.total ?? 0 } : null,

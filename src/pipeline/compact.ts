@@ -19,6 +19,7 @@ import { nowMs } from "../util/clock.js";
 import { CondenseError } from "../util/errors.js";
 import { planCompaction, type CompactionPlan, type SummarizeFn } from "./compact-plan.js";
 import { compactReport, type CompactFacts, type CompactFileResult, type WindowSource } from "./compact-report.js";
+import { decideTarget } from "./target.js";
 import { sessionView } from "./view.js";
 
 /** Everything a compaction of one file needs; structured-cloneable (worker threads get a copy). */
@@ -86,7 +87,7 @@ export type CompactPlanningOptions = Pick<CompactSessionOptions, "instructions" 
 /** A planned compaction and the facts its report states besides the plan. */
 export interface PlannedCompaction {
   plan: CompactionPlan;
-  facts: Pick<CompactFacts, "summarizer" | "model" | "settingsFiles" | "contextWindow" | "contextWindowFrom">;
+  facts: Pick<CompactFacts, "summarizer" | "model" | "settingsFiles" | "contextWindow" | "contextWindowFrom" | "target">;
   /** Settings files that could not be read. */
   warnings: string[];
 }
@@ -109,7 +110,9 @@ export async function planSessionCompaction(session: Session, options: CompactPl
     customInstructions: options.instructions,
     nowIso: new Date(nowMs()).toISOString(),
   });
-  const facts = { summarizer: summary.name, model: pi.model, settingsFiles: pi.files, contextWindow: window, contextWindowFrom: from };
+  // Whose context the figures are for: the Pi of the session's project, as `run --target auto` decides it.
+  const target = decideTarget("auto", session.header?.cwd);
+  const facts = { summarizer: summary.name, model: pi.model, settingsFiles: pi.files, contextWindow: window, contextWindowFrom: from, target };
   return { plan, facts, warnings: pi.warnings };
 }
 

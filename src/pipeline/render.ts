@@ -25,6 +25,15 @@ const DRY_RUN_CONCURRENCY = 4;
  */
 export type RenderAs = "extension" | "pi-only";
 
+/**
+ * The view of the Pi that sends the context for a target (docs/design.md "Context size"): `pi`
+ * → stock Pi's own projection (`pi-only`), `extension` → the extension's render. With the target
+ * `run --target auto` picks, this is the Pi the user has: `render` shows it by default.
+ */
+export function sentAs(target: { used: "pi" | "extension" }): RenderAs {
+  return target.used === "pi" ? "pi-only" : "extension";
+}
+
 /** A dry run: the summarizer, and whom the planned run writes for (default: the extension only). */
 export type DryRun = SummarizerChoice & { runFor?: RunFor };
 

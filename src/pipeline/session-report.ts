@@ -126,7 +126,8 @@ export async function reportSession(session: Session, config: PruneConfig, optio
     budget: {
       label,
       contextWindow: options.contextWindow ?? null,
-      context: { before: contextSize(view.rendered.afterAgent), after: contextSize(run.after.afterAgent) },
+      target: planned.target,
+      context: { before: contextSize(view.rendered.afterAgent), after: contextSize(run.after.afterAgent), piOnly },
       ...budget.report,
     },
     run: runFigures(run.report, piOnly),

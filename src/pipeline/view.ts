@@ -6,7 +6,7 @@
  */
 import type { PruneConfig } from "../config/config.js";
 import { branchMessages } from "../context/branch-messages.js";
-import { projectContext, type BranchContext, type ContextItem } from "../context/projection.js";
+import { compactedMessageTimestamps, projectContext, type BranchContext, type ContextItem } from "../context/projection.js";
 import { ownContextEditIds, withoutOwnContextEdits } from "../entries/read.js";
 import { captureBatches, type CaptureResult } from "../prune/capture.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
@@ -25,6 +25,7 @@ export class SessionView {
   private ownMessages?: AgentMessage[];
   private captured?: CaptureResult;
   private renderedAsRead?: Rendered;
+  private compacted?: ReadonlySet<number>;
 
   constructor(
     readonly session: Session,
@@ -47,6 +48,12 @@ export class SessionView {
   get context(): BranchContext {
     this.projected ??= projectContext(this.branch);
     return this.projected;
+  }
+
+  /** Timestamps of the user and assistant messages Pi's latest compaction left out (the render reports no fault for chains there). */
+  get behindCompaction(): ReadonlySet<number> {
+    this.compacted ??= compactedMessageTimestamps(this.branch);
+    return this.compacted;
   }
 
   /** The projected context items. */

@@ -45,7 +45,8 @@ type Report = (d: RenderDiagnostic) => void;
 /**
  * The chain entries that resolve, in message order, without overlap: an entry that does not
  * resolve, or whose range starts where an accepted one starts or nests inside it, is reported
- * (`unresolved-range`) and skipped.
+ * (`unresolved-range`) and skipped — unless its start or final message is behind Pi's latest
+ * compaction (`ctx.behindCompaction`): then it is skipped silently.
  */
 function acceptRanges(messages: AgentMessage[], ctx: PruneContext, report: Report): Accepted[] {
   const entries = [...ctx.indexer.chains.values()].sort((a, b) => a.startUserTimestamp - b.startUserTimestamp);
@@ -54,6 +55,9 @@ function acceptRanges(messages: AgentMessage[], ctx: PruneContext, report: Repor
   for (const entry of entries) {
     const range = resolveRange(entry.startUserTimestamp, entry.finalAssistantTimestamp);
     if (!range) {
+      // A range a compaction took (in part) out of the context: Pi sends none of it raw, nothing to report.
+      const behind = ctx.behindCompaction;
+      if (behind?.has(entry.startUserTimestamp) || (entry.finalAssistantTimestamp !== null && behind?.has(entry.finalAssistantTimestamp))) continue;
       report({
         kind: "unresolved-range",
         dedupKey: entry.blockId,

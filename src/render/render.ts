@@ -4,7 +4,7 @@
  * conversion to what pi-ai receives.
  */
 import type { PruneConfig } from "../config/config.js";
-import { convertToLlm, projectBranch, type ContextItem } from "../context/projection.js";
+import { compactedMessageTimestamps, convertToLlm, projectBranch, type ContextItem } from "../context/projection.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest } from "../prune/protect.js";
 import type { AgentMessage, Message, SessionEntry } from "../session/types.js";
@@ -41,6 +41,7 @@ export function renderBranch(branch: SessionEntry[], config: PruneConfig, indexe
     indexer: indexer ?? ToolCallIndexer.fromBranch(branch),
     config,
     isProtected: protectionTest(config),
+    behindCompaction: compactedMessageTimestamps(branch),
   });
 }
 

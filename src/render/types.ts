@@ -16,6 +16,12 @@ export interface PruneContext {
   isProtected: ProtectionTest;
   /** Whose stub and chain-block texts (default the extension's: what it sends). */
   wording?: StubWording;
+  /**
+   * Timestamps of the user and assistant messages Pi's latest compaction left out of the context
+   * (`context/projection.ts` `compactedMessageTimestamps`): a chain range starting or ending there
+   * is behind the compaction, not a fault — nothing of it is left to prune, and no diagnostic says so.
+   */
+  behindCompaction?: ReadonlySet<number>;
 }
 
 export type PhaseName = "stub-replace" | "error-purge" | "chain-range-prune" | "orphan-sweep";

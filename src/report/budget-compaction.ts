@@ -63,3 +63,18 @@ export function withPiCompaction(
     },
   };
 }
+
+/**
+ * What can be said of Pi's auto-compaction over a replay: `off` (compaction.enabled false), `at`
+ * the places found, `never` (every turn's window is known and none crosses), or `unknown` (none
+ * found, but some turns have no window: there Pi may have compacted — as `compact --if-over`
+ * says "window unknown").
+ * @returns the state, and how many of the tool-using turns have no window
+ */
+export function piCompactionOutlook(report: PiCompactionReport): { state: "off" | "at" | "never" | "unknown"; unknownTurns: number; turns: number } {
+  const unknownTurns = report.rows.filter((r) => r.window === null).length;
+  const turns = report.rows.length;
+  if (!report.compaction.enabled) return { state: "off", unknownTurns, turns };
+  if (report.summary.piCompactions.length > 0) return { state: "at", unknownTurns, turns };
+  return { state: unknownTurns > 0 ? "unknown" : "never", unknownTurns, turns };
+}

@@ -96,7 +96,8 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
     ["extension after run", "run.context.after.tokens", "int"],
     ["reclaim (extension)", "reclaim", "pct"],
     ["stock Pi after run", "run.context.piOnly.after.tokens", "int"],
-    ["after compact", "compact.context.after.tokens", "int"],
+    ["after compact (extension)", "compact.context.after.tokens", "int"],
+    ["stock Pi after compact", "compact.context.piOnly.after.tokens", "int"],
     ["cost", "usage.cost", "usd"],
   ];
   const head = h("tr", {}, h("th", { "data-sort": "text" }, "session"), ...cols.map(([label]) => h("th", { "data-sort": "number" }, label)));
@@ -208,7 +209,7 @@ export function figures(s: SessionReport): HTMLElement {
       figure(s, "budget.summary.deltaFlushes"),
       " delta)",
     ),
-    card("Pi would compact", b.piCompactions.length === 0 ? "never" : `at turn ${b.piCompactions.map((p) => p.turn ?? "—").join(", ")}`),
+    card("Pi would compact", piCompactsText(s)),
     card("open-cycle thinking", figure(s, "metrics.openCycleThinkingTokens"), " tokens"),
     card("frontier gap", figure(s, "metrics.frontierGapTokens"), " tokens"),
     card("largest chain", figure(s, "metrics.largestChainSharePct", "pct")),
@@ -315,12 +316,25 @@ export function drawMarkers(u: uPlotType, lines: { turn: number | null; text: st
   ctx.restore();
 }
 
+/**
+ * Where Pi itself would auto-compact: the turns, "never", "unknown" when no place was found but a
+ * turn's window is unknown (as `budget` and `compact --if-over` say), or "off".
+ */
+export function piCompactsText(s: SessionReport): string {
+  const b = s.budget;
+  if (!b.compaction.enabled) return "off (compaction.enabled: false)";
+  const unknown = b.rows.some((r) => r.window === null);
+  if (b.summary.piCompactions.length === 0) return unknown ? "unknown (window unknown)" : "never";
+  return `at turn ${b.summary.piCompactions.map((p) => p.turn ?? "—").join(", ")}${unknown ? " (window unknown on some turns)" : ""}`;
+}
+
 /** Context before → after `run` (with the extension, and as stock Pi sends it) and after `compact`, as bars. */
 export function contextBars(s: SessionReport): HTMLElement {
   const groups: [string, string, string][] = [
     ["run — Pi with the extension switched on", "run.context.before.tokens", "run.context.after.tokens"],
     ["run — stock Pi, without the extension", "run.context.piOnly.before.tokens", "run.context.piOnly.after.tokens"],
-    ["compact — Pi's own compaction", "compact.context.before.tokens", "compact.context.after.tokens"],
+    ["compact — Pi's own compaction, with the extension switched on", "compact.context.before.tokens", "compact.context.after.tokens"],
+    ["compact — Pi's own compaction, stock Pi", "compact.context.piOnly.before.tokens", "compact.context.piOnly.after.tokens"],
   ];
   const value = (path: string) => (typeof pick(s, path) === "number" ? (pick(s, path) as number) : 0);
   const max = Math.max(1, ...groups.flatMap(([, b, a]) => [value(b), value(a)]));
@@ -441,6 +455,7 @@ export const CLIENT_FUNCTIONS = [
   turnSeries,
   turnChart,
   drawMarkers,
+  piCompactsText,
   contextBars,
   eventsTable,
   outputsTable,

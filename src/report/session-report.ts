@@ -5,7 +5,7 @@
  * the same functions, plus the facts only the report shows (session-facts.ts). The page is a view
  * of this document: every number on it comes from here.
  */
-import type { ContextSize } from "../context/size.js";
+import type { ContextSize, ContextViews } from "../context/size.js";
 import type { SessionLabel } from "../session/label.js";
 import type { PiCompactionReport } from "./budget-compaction.js";
 import type { CompactionMarker, LargestOutput, ModelSwitchMarker, SessionUsage } from "./session-facts.js";
@@ -17,18 +17,21 @@ export const REPORT_SCHEMA = "condense.report/1";
 /** The one context measure (`context/size.ts`): messages that reach the provider, Pi's characters, Σ ceil(chars / 4). */
 export type Size = ContextSize;
 
+/** Whom `run --target auto` writes for: which context the session's Pi sends (`pi`: stock Pi's, `piOnly`). */
+export type RunTargetFigure = { used: "extension" | "pi"; reason: string };
+
 /** `budget --json` of the session, without `schema` and `session`. */
-export type BudgetDocument = PiCompactionReport & { label: SessionLabel; contextWindow: number | null; context: { before: Size; after: Size } };
+export type BudgetDocument = PiCompactionReport & { label: SessionLabel; contextWindow: number | null; target: RunTargetFigure; context: ContextViews };
 
 /** What the report reads of `run --dry-run --json` for the session (the object holds every field run prints). */
 export interface RunFigures {
   summarizer: string;
   /** Whom `run` writes for and why. */
-  target: { used: "extension" | "pi"; reason: string };
+  target: RunTargetFigure;
   batches: { captured: number; summarized: number; skippedTrivial: number; skippedDeduped: number; skippedOversized: number; failed: number };
   calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
   /** With the extension switched on (`before`, `after`), and as stock Pi sends it (`piOnly`). */
-  context: { before: Size; after: Size; piOnly: { before: Size; after: Size } };
+  context: ContextViews;
   entriesAppended: number;
 }
 
@@ -46,8 +49,10 @@ export interface CompactFigures {
   tokensBefore: number | null;
   /** Pi's estimate (what its trigger compares) before and after the entry. */
   piEstimate: { before: number; after: number };
-  /** The context Pi sends before and after the entry (the one measure). */
-  context: { before: Size; after: Size };
+  /** The context Pi sends before and after the entry (the one measure): with the extension, and as stock Pi sends it (`piOnly`). */
+  context: ContextViews;
+  /** Whom `run --target auto` writes for: which of the two the session's Pi sends. */
+  target: RunTargetFigure;
   fits: boolean | null;
 }
 

@@ -53,7 +53,7 @@ export interface OracleCase {
 
 /** The condense side of one state: render, refs, queries. */
 async function condenseState(file: string, piFile: string, env: Record<string, string>): Promise<CondenseState> {
-  const render = await runCli(["render", file, "--format", "json", "--quiet"], env);
+  const render = await runCli(["render", file, "--as", "extension", "--format", "json", "--quiet"], env);
   let refs: Record<string, string> = {};
   let nextShortRef = 1;
   const queries: string[][] = [];

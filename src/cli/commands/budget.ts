@@ -5,19 +5,19 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig, setKey } from "../../config/config.js";
-import { contextSize, type ContextSize } from "../../context/size.js";
+import { contextSize, type ContextSize, sentContext } from "../../context/size.js";
 import { budgetSession, unknownModelWarnings } from "../../pipeline/budget.js";
-import { renderAfterRun } from "../../pipeline/render.js";
+import { renderAfterRun, sentAs, sentMessages } from "../../pipeline/render.js";
 import { runFor } from "../../pipeline/target.js";
 import { sessionView } from "../../pipeline/view.js";
 import { budgetChart } from "../../report/budget-chart.js";
-import type { PiCompactionReport, PiCompactionRow } from "../../report/budget-compaction.js";
+import { piCompactionOutlook, type PiCompactionReport, type PiCompactionRow } from "../../report/budget-compaction.js";
 import { MAX_BUDGET_WINDOW } from "../../report/budget.js";
 import { formatLabel, sessionLabel } from "../../session/label.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
-import { n as count, percentChange } from "../format.js";
+import { sentLine } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
 import { fitLine, Output, wrapWords } from "../output.js";
 import { COMPACT_BELOW } from "../table.js";
@@ -76,16 +76,19 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
     for (const w of unknownModelWarnings(session.path, report)) out.warn(w);
-    // The context Pi sends now and after `run` (deterministic summarizer, for the target run would pick): the figures run and metrics print.
-    const afterRun = await renderAfterRun(view.fork(), undefined, runFor("auto", session.path, session.header?.cwd));
-    const context = { before: contextSize(view.rendered.afterAgent), after: contextSize(afterRun.afterAgent) };
+    // The context Pi sends now and after `run` (deterministic summarizer, for the target run would pick: the
+    // Pi the user has), with the extension and as stock Pi sends it: the figures run and metrics print.
+    const planned = runFor("auto", session.path, session.header?.cwd);
+    const afterRun = await renderAfterRun(view.fork(), undefined, planned);
+    const sent = (as: "extension" | "pi-only") => ({ before: contextSize(sentMessages(view.rendered, as)), after: contextSize(sentMessages(afterRun, as)) });
+    const context = { ...sent("extension"), piOnly: sent("pi-only") };
     const label = sessionLabel(session);
     if (options.json) {
-      out.printJson({ schema: BUDGET_SCHEMA, session: session.path, label, contextWindow: contextWindow ?? null, context, ...report });
+      out.printJson({ schema: BUDGET_SCHEMA, session: session.path, label, contextWindow: contextWindow ?? null, target: planned.target, context, ...report });
       return;
     }
     const head = [formatLabel(label), session.path].filter((x) => x !== "");
-    out.print(formatBudget(head, context, report, options.chart !== false, out));
+    out.print(formatBudget(head, { as: sentAs(planned.target), ...sentContext(context, planned.target) }, report, options.chart !== false, out));
   });
 }
 
@@ -153,18 +156,23 @@ function formatRows(rows: PiCompactionRow[], out: Output, width: number): { line
   return { lines, compact };
 }
 
-/** The human report: who, the context before → after `run`, rows, summary, chart. */
-function formatBudget(head: string[], context: { before: ContextSize; after: ContextSize }, report: PiCompactionReport, chart: boolean, out: Output): string {
+/** The human report: who, the context the user's Pi sends before → after `run`, rows, summary, chart. */
+function formatBudget(
+  head: string[],
+  context: { as: "extension" | "pi-only"; before: ContextSize; after: ContextSize },
+  report: PiCompactionReport,
+  chart: boolean,
+  out: Output,
+): string {
   const { summary } = report;
   const width = out.width;
-  const { before, after } = context;
   const lines: string[] = [
     ...head.map((h) => fitLine(h, width)),
+    wrapWords(sentLine(context.as, context), width),
     wrapWords(
-      `context Pi sends: ${count(before.tokens)} ~tokens now → ${count(after.tokens)} after \`condense run\` (${percentChange(before.tokens, after.tokens)})`,
+      `threshold ${report.threshold ?? "off"}, delta ${report.delta ?? "off"} (of the window, counted up to ${fmt(report.maxBudgetWindow)} tokens)`,
       width,
     ),
-    wrapWords(`threshold ${report.threshold ?? "off"}, delta ${report.delta ?? "off"}, MAX_BUDGET_WINDOW ${fmt(report.maxBudgetWindow)}`, width),
     "",
   ];
   const table = report.rows.length === 0 ? null : formatRows(report.rows, out, width);
@@ -202,17 +210,27 @@ function chartLines(report: PiCompactionReport, width: number): string[] {
   return ["", wrapWords(`tokens per tool-using turn (─ budget level${per})`, width), wrapWords("B budget, D delta, C Pi compacts", width), ...plot];
 }
 
-/** Where Pi itself would have auto-compacted, in one line. */
+/** Where Pi itself would have auto-compacted, in one line ("?" where windows are unknown, as `compact --if-over` says). */
 function piCompactionLine(report: PiCompactionReport): string {
   const c = report.compaction;
   const points = report.summary.piCompactions;
-  if (!c.enabled) return "Pi's auto-compaction is off (compaction.enabled: false)";
-  if (points.length === 0) return `Pi would auto-compact (reserveTokens ${fmt(c.reserveTokens)}): never`;
+  const outlook = piCompactionOutlook(report);
+  if (outlook.state === "off") return "Pi's auto-compaction is off (compaction.enabled: false)";
+  const head = `Pi would auto-compact (reserveTokens ${fmt(c.reserveTokens)}): `;
+  const models = report.summary.unknownModels.length > 0 ? `${report.summary.unknownModels.join(", ")}; ` : "";
+  const why = `(${models}pass --context-window N)`;
+  if (outlook.state === "never") return `${head}never`;
+  if (outlook.state === "unknown") {
+    return outlook.unknownTurns === outlook.turns
+      ? `${head}? — window unknown ${why}`
+      : `${head}not on the ${outlook.turns - outlook.unknownTurns} turns whose window is known; ? on the ${outlook.unknownTurns} whose window is unknown ${why}`;
+  }
   const where = points.map((p) => {
     const at = `${p.turn !== null ? `turn ${p.turn}, ` : ""}entry ${p.entryId}${p.line !== null ? `, line ${p.line}` : ""}`;
     return p.reason === "overflow"
       ? `after the request that overflowed (${at})`
       : `before the request of ${at} (~${fmt(p.tokens)} > ${fmt(p.level)} = ${fmt(p.contextWindow)} − ${fmt(c.reserveTokens)})`;
   });
-  return `Pi would auto-compact (reserveTokens ${fmt(c.reserveTokens)}): ${where.join("; ")}`;
+  const partly = outlook.unknownTurns > 0 ? `; ? on the ${outlook.unknownTurns} turns whose window is unknown ${why}` : "";
+  return `${head}${where.join("; ")}${partly}`;
 }

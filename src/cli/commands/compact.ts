@@ -15,7 +15,9 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
-import { n, percentChange, shortCount } from "../format.js";
+import { sentContext } from "../../context/size.js";
+import { sentAs } from "../../pipeline/render.js";
+import { n, percentChange, sentByName, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import type { Column } from "../table.js";
 import { parseFraction, parseTokenCount } from "../units.js";
@@ -214,6 +216,15 @@ const WIDE: Column[] = [
   { head: "result" },
 ];
 
+/** Where the wide table does not fit (a long label, a split turn) but 100 columns or more do: the cut stays in view. */
+const MEDIUM: Column[] = [
+  { head: "session", fit: true, minWidth: 12 },
+  { head: "Pi", align: "left" },
+  { head: "first kept entry" },
+  { head: "context ~tokens", align: "right" },
+  { head: "result" },
+];
+
 const COMPACT: Column[] = [
   { head: "session", fit: true, minWidth: 12 },
   { head: "Pi", align: "left" },
@@ -229,7 +240,7 @@ function statusOf(r: CompactFileResult): string {
 
 function contextCell(r: CompactFileResult, short: boolean): string {
   const f = short ? shortCount : n;
-  const { before, after } = r.context;
+  const { before, after } = sentContext(r.context, r.target);
   if (r.status !== "compacted") return f(before.tokens);
   return `${f(before.tokens)} → ${f(after.tokens)} (${percentChange(before.tokens, after.tokens)})${r.fits === false ? " over" : ""}`;
 }
@@ -239,25 +250,30 @@ function formatReport(results: CompactFileResult[], out: Output): string {
   const labels = sessionLabels(results);
   const wouldCompact = (r: CompactFileResult) =>
     r.trigger.piWouldCompact === null ? "?" : r.trigger.piWouldCompact ? (r.trigger.reason === "overflow" ? "yes (overflow)" : "yes") : "no";
+  const firstKept = (r: CompactFileResult) =>
+    r.firstKeptEntryId ? `${r.firstKeptEntryId}${r.firstKeptLine !== null ? ` (line ${r.firstKeptLine})` : ""}${r.isSplitTurn ? ", split turn" : ""}` : "—";
   const wide = results.map((r, i) => [
     labels[i],
     wouldCompact(r),
-    r.firstKeptEntryId ? `${r.firstKeptEntryId}${r.firstKeptLine !== null ? ` (line ${r.firstKeptLine})` : ""}${r.isSplitTurn ? ", split turn" : ""}` : "—",
+    firstKept(r),
     r.messagesToSummarize === null ? "—" : `${n(r.messagesToSummarize)}${r.turnPrefixMessages ? ` + ${n(r.turnPrefixMessages)}` : ""}`,
     r.firstKeptEntryId ? `${r.readFiles.length}/${r.modifiedFiles.length}` : "—",
     contextCell(r, false),
     statusOf(r),
   ]);
+  const medium = results.map((r, i) => [labels[i], wouldCompact(r), firstKept(r), contextCell(r, true), statusOf(r)]);
   const narrow = results.map((r, i) => [labels[i], wouldCompact(r), contextCell(r, true), statusOf(r)]);
   const width = out.width;
   const table = out.fitted([
     { columns: WIDE, rows: wide },
+    { columns: MEDIUM, rows: medium },
     { columns: COMPACT, rows: narrow },
   ]);
   const first = results[0];
+  const senders = new Set(results.map((r) => sentByName(sentAs(r.target))));
   const legend =
-    (table.layout === 1 ? "Pi = would Pi compact on its own · " : "summarized msgs = messages before the cut (+ the split turn's early part) · ") +
-    "context = what Pi sends, before → after · " +
+    (table.layout === 0 ? "summarized msgs = messages before the cut (+ the split turn's early part) · " : "Pi = would Pi compact on its own · ") +
+    `context = what Pi sends (${senders.size === 1 ? [...senders][0] : "each session's Pi"}), before → after · ` +
     `keepRecentTokens ${n(first.settings.keepRecentTokens)}, reserveTokens ${n(first.settings.reserveTokens)}`;
   const lines = [table.text, out.c.dim(wrapWords(legend, width))];
   for (const r of results) {

@@ -9,6 +9,7 @@
  */
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
+import { sentContext } from "../../context/size.js";
 import { checkGates, describeCrossing, type GateCrossing, type GateLimits } from "../../report/gates.js";
 import { DIAGNOSTIC_KINDS, FAULT_KINDS, type DiagnosticName } from "../../report/diagnostics.js";
 import type { SessionMetrics } from "../../report/session-metrics.js";
@@ -197,8 +198,8 @@ export function totalsOf(rows: SessionMetrics[], failed: number): MetricsTotals 
     contextAfterTokens: sum((r) => r.context.after.tokens),
     contextPiOnlyBeforeTokens: sum((r) => r.context.piOnly.before.tokens),
     contextPiOnlyAfterTokens: sum((r) => r.context.piOnly.after.tokens),
-    contextShownBeforeTokens: sum((r) => (r.target.used === "pi" ? r.context.piOnly : r.context).before.tokens),
-    contextShownAfterTokens: sum((r) => (r.target.used === "pi" ? r.context.piOnly : r.context).after.tokens),
+    contextShownBeforeTokens: sum((r) => sentContext(r.context, r.target).before.tokens),
+    contextShownAfterTokens: sum((r) => sentContext(r.context, r.target).after.tokens),
     reclaimedTokens: sum((r) => r.context.reclaimedTokens),
     reportedTokens: sum((r) => r.reportedUsage?.tokens ?? 0),
     openCycleThinkingTokens: sum((r) => r.openCycleThinkingTokens),
@@ -257,13 +258,13 @@ function figuresOf(r: SessionMetrics): RowFigures {
   const s = r.index.summarizer;
   return {
     // The figure of the target `run` would pick: stock Pi's, or the extension's.
-    before: (r.target.used === "pi" ? r.context.piOnly : r.context).before.tokens,
-    after: (r.target.used === "pi" ? r.context.piOnly : r.context).after.tokens,
+    before: sentContext(r.context, r.target).before.tokens,
+    after: sentContext(r.context, r.target).after.tokens,
     reported: r.reportedUsage ? fmt(r.reportedUsage.tokens) : "—",
     thinking: r.openCycleThinkingTokens,
     share: `${r.largestChainSharePct}%`,
     gap: r.frontierGapTokens,
-    index: `${r.index.records}/${r.index.summaries}/${r.index.aliases}/${r.index.spills}/${r.index.chains}`,
+    index: [r.index.records, r.index.summaries, r.index.aliases, r.index.spills, r.index.chains].map(fmt).join("/"),
     summarizer: s.calls ? `${fmt(s.inputTokens + s.outputTokens)} ($${s.cost.toFixed(4)})` : "—",
     faults: r.diagnosticFaults,
     images: r.diagnostics.images.count,
@@ -278,7 +279,7 @@ function totalFigures(t: MetricsTotals): RowFigures {
     thinking: t.openCycleThinkingTokens,
     share: `max ${t.largestChainSharePctMax}%`,
     gap: t.frontierGapTokens,
-    index: `${t.records}/${t.summaries}/${t.aliases}/${t.spills}/${t.chains}`,
+    index: [t.records, t.summaries, t.aliases, t.spills, t.chains].map(fmt).join("/"),
     summarizer: t.summarizerCalls ? `${fmt(t.summarizerInputTokens + t.summarizerOutputTokens)} ($${t.summarizerCost.toFixed(4)})` : "—",
     faults: t.diagnosticFaults,
     images: t.diagnostics.images,
@@ -290,7 +291,7 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output)
   const all = rows.map((r, i) => ({ label: labels[i], f: figuresOf(r) }));
   if (rows.length > 1)
     all.push({ label: out.c.bold(`total (${totals.sessions}${totals.failed ? `, ${totals.failed} failed` : ""})`), f: totalFigures(totals) });
-  const faults = (x: number) => (x ? out.c.red(String(x)) : "0");
+  const faults = (x: number) => (x ? out.c.red(fmt(x)) : "0");
   const change = (f: RowFigures, short: boolean) =>
     `${(short ? shortCount : fmt)(f.before)} → ${(short ? shortCount : fmt)(f.after)} (${percentChange(f.before, f.after)})`;
   const wide = all.map(({ label, f }) => [
@@ -303,7 +304,7 @@ function formatTable(rows: SessionMetrics[], totals: MetricsTotals, out: Output)
     f.index,
     f.summarizer,
     faults(f.faults),
-    String(f.images),
+    fmt(f.images),
   ]);
   const compact = all.map(({ label, f }) => [label, change(f, true), shortCount(f.gap), f.share.replace("max ", ""), faults(f.faults)]);
   const tokenizer = rows[0]?.tokenizer === "o200k" ? "o200k tokens" : "~tokens";

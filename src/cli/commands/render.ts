@@ -5,8 +5,8 @@
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
 import { contextSize, type ContextSize } from "../../context/size.js";
-import { type RenderAs, renderAfterRun, renderSession, sentMessages } from "../../pipeline/render.js";
-import { runFor as decideRunFor, type TargetChoice } from "../../pipeline/target.js";
+import { type RenderAs, renderAfterRun, renderSession, sentAs, sentMessages } from "../../pipeline/render.js";
+import { decideTarget, runFor as decideRunFor, type TargetChoice } from "../../pipeline/target.js";
 import { sessionView } from "../../pipeline/view.js";
 import type { Rendered } from "../../render/render.js";
 import { formatTranscript } from "../../render/transcript.js";
@@ -15,18 +15,28 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { UsageError } from "../../util/errors.js";
 import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-status.js";
-import { n, percentChange } from "../format.js";
+import { n, sentLine } from "../format.js";
 import { fitLine, Output, wrapWords } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, withConfigOptions } from "../options.js";
 
 interface RenderOptions extends CommonOptions, ConfigFlags {
   format: "text" | "json";
-  as: RenderAs;
+  as: RenderAs | "auto";
   dryRun?: boolean;
   stats?: boolean;
   summarizer?: "deterministic" | "llm";
   model?: string;
   target: TargetChoice;
+}
+
+/** `--as`: whose context to show — by default what the user's Pi sends. */
+function asOption(): Option {
+  return new Option(
+    "--as <context>",
+    "auto: what your Pi sends (pi-only unless Pi's settings show pi-condense installed and switched on); extension: what Pi sends with pi-condense switched on; pi-only: what stock Pi sends without it",
+  )
+    .choices(["auto", "extension", "pi-only"])
+    .default("auto");
 }
 
 export function registerRender(program: Command, _exit: ExitState): void {
@@ -35,11 +45,7 @@ export function registerRender(program: Command, _exit: ExitState): void {
     .description("print the model-visible context of a session after pruning")
     .argument("[session]", "session file, id or id prefix (default: latest session of this directory)")
     .addOption(new Option("--format <format>", "text transcript or the JSON message array").choices(["text", "json"]).default("text"))
-    .addOption(
-      new Option("--as <context>", "extension: what Pi sends with pi-condense switched on; pi-only: what stock Pi sends without it")
-        .choices(["extension", "pi-only"])
-        .default("extension"),
-    )
+    .addOption(asOption())
     .option("--dry-run", "render the session as it would be after `condense run`, nothing written")
     .option("--stats", "print the context's size now and after `run`, and after projection and each phase, instead of the messages")
     .addOption(new Option("--summarizer <kind>", "with --dry-run: deterministic or llm").choices(["deterministic", "llm"]))
@@ -67,11 +73,14 @@ export function registerRender(program: Command, _exit: ExitState): void {
     for (const p of session.problems) out.warn(`${session.path}: ${p.message}`);
     // Whom `run` would write for: the plan behind --dry-run and the "after" figure.
     const runFor = decideRunFor(options.target, session.path, session.header?.cwd);
+    // Whose context to show: by default the Pi the user has, as `run --target auto` decides it.
+    const usersPi = options.target === "auto" ? runFor.target : decideTarget("auto", session.header?.cwd);
+    const as = options.as === "auto" ? sentAs(usersPi) : options.as;
     const dryRun = options.dryRun ? { kind: options.summarizer, model: options.model, runFor } : null;
     const view = sessionView(session, config);
-    const rendered = await renderSession(view, dryRun, options.as);
-    // What run writes shrinks Pi's context only with the extension switched on (--as pi-only shows the other case).
-    if (options.as === "extension" && !options.quiet) {
+    const rendered = await renderSession(view, dryRun, as);
+    // The extension's context, asked for while the user's Pi does not run the extension: say whose it is.
+    if (as === "extension" && usersPi.used === "pi" && !options.quiet) {
       const off = await extensionOffWarning([session.path], "render");
       if (off) out.warn(off);
     }
@@ -80,14 +89,14 @@ export function registerRender(program: Command, _exit: ExitState): void {
     // now, and after `run` — the --dry-run plan when there is one, else a deterministic plan.
     const wantsContext = options.json || options.stats;
     const after = dryRun ? rendered : wantsContext ? await renderAfterRun(view.fork(), undefined, runFor) : rendered;
-    const context = { before: contextSize(sentMessages(view.rendered, options.as)), after: contextSize(sentMessages(after, options.as)) };
+    const context = { before: contextSize(sentMessages(view.rendered, as)), after: contextSize(sentMessages(after, as)) };
     const label = sessionLabel(session);
     if (options.json) {
       out.printJson({
         session: session.path,
         label,
         dryRun: !!options.dryRun,
-        as: options.as,
+        as,
         target: runFor.target,
         context,
         messages: rendered.after,
@@ -97,9 +106,9 @@ export function registerRender(program: Command, _exit: ExitState): void {
       return;
     }
     if (options.stats && options.format === "json") {
-      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, as: options.as, context, stats });
+      out.printJson({ session: session.path, label, dryRun: !!options.dryRun, as, context, stats });
     } else if (options.stats) {
-      out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as: options.as }, out));
+      out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
     else out.print(formatTranscript(rendered.afterAgent, out.c));
     for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
@@ -129,7 +138,6 @@ function formatStats(
   out: Output,
 ): string {
   const width = out.width;
-  const { before, after } = context;
   const shown = `${mode.dryRun ? "after `condense run` (--dry-run)" : "as the session is now"}${mode.as === "pi-only" ? ", as stock Pi sends it (no extension)" : ""}`;
   const table = out.table(
     ["after", "messages", "chars", "~tokens", "change"],
@@ -138,10 +146,7 @@ function formatStats(
   );
   return [
     ...head.filter((h) => h !== "").map((h) => fitLine(h, width)),
-    wrapWords(
-      `context Pi sends: ${n(before.tokens)} ~tokens now → ${n(after.tokens)} after \`condense run\` (${percentChange(before.tokens, after.tokens)})`,
-      width,
-    ),
+    wrapWords(sentLine(mode.as, context), width),
     wrapWords(`render ${shown}, phase by phase (chars and ~tokens as Pi estimates them, ceil(chars / 4) per message):`, width),
     table,
   ].join("\n");

@@ -11,6 +11,8 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { Option, type Command } from "commander";
 import { loadConfig } from "../../config/config.js";
+import { sentContext } from "../../context/size.js";
+import { piCompactionOutlook } from "../../report/budget-compaction.js";
 import { isReportPageHead, REPORT_PAGE_HEAD_BYTES, reportPage, type ChartLibrary } from "../../report/html-page.js";
 import { REPORT_SCHEMA, reportTotals, sectionAnchors, type ReportDocument, type SessionReport } from "../../report/session-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
@@ -49,7 +51,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     .option("--html <file>", "write one self-contained HTML page (no network needed to view it); - for stdout")
     .option("--force", "overwrite an existing --html file that is not a report page (a session is never overwritten)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
-    .option("--top <n>", "largest tool outputs listed per session", "10")
+    .addOption(new Option("--top <n>", "largest tool outputs listed per session").default("10", "10"))
     .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
     .option("--reserve-tokens <n>", "compaction.reserveTokens for Pi's own auto-compaction (default: Pi's settings, else 16384)");
   withConfigOptions(cmd).addHelpText(
@@ -151,7 +153,7 @@ async function writePage(doc: ReportDocument, library: ChartLibrary, file: strin
   out.info(`wrote ${target} (${kb.toLocaleString("en-US")} KB, ${doc.sessions.length} session${doc.sessions.length === 1 ? "" : "s"})`);
 }
 
-/** The table's columns: every one, and the ones kept on a narrow terminal. */
+/** The table's columns: every one, the short figures with the facts beside them, and the ones kept on a narrow terminal. */
 const WIDE: Column[] = [
   { head: "session", fit: true, minWidth: 24 },
   { head: "size", align: "right" },
@@ -169,47 +171,55 @@ const COMPACT: Column[] = [
   { head: "stock Pi", align: "right" },
   { head: "compact", align: "right" },
 ];
+const MEDIUM: Column[] = [...COMPACT.slice(0, 1), { head: "size", align: "right" }, ...COMPACT.slice(1), WIDE[6], WIDE[7]];
+
+/** Where Pi itself would auto-compact: the turns, never, ? (a window unknown, as `compact --if-over` says), or off. */
+function piCompactsCell(s: ReportDocument["sessions"][number]): string {
+  const outlook = piCompactionOutlook(s.budget);
+  if (outlook.state === "off") return "off";
+  if (outlook.state === "unknown") return "? (window unknown)";
+  if (outlook.state === "never") return "never";
+  return `turn ${s.budget.summary.piCompactions.map((p) => p.turn ?? "—").join(", ")}${outlook.unknownTurns > 0 ? ", ?" : ""}`;
+}
 
 /** The table without a browser: one row per session, fitted to the terminal. */
 function formatTable(doc: ReportDocument, out: Output): string {
   const labels = sessionLabels(doc.sessions);
-  const change = (before: number, after: number) => `${n(before)} → ${n(after)} (${percentChange(before, after)})`;
+  const change = (c: { before: { tokens: number }; after: { tokens: number } }) =>
+    `${n(c.before.tokens)} → ${n(c.after.tokens)} (${percentChange(c.before.tokens, c.after.tokens)})`;
+  // compact: what the session's Pi sends (stock Pi's unless the extension is installed and on).
+  const compacted = (s: ReportDocument["sessions"][number]) => sentContext(s.compact.context, s.compact.target);
   const wide = doc.sessions.map((s, i) => {
-    const [extension, stock, compact] = [
-      change(s.run.context.before.tokens, s.run.context.after.tokens),
-      change(s.run.context.piOnly.before.tokens, s.run.context.piOnly.after.tokens),
-      change(s.compact.context.before.tokens, s.compact.context.after.tokens),
-    ];
-    const pi = s.budget.summary.piCompactions;
     const peak = s.budget.summary.peakTokens;
     return [
       labels[i],
       formatBytes(s.bytes),
       peak === null ? "—" : n(peak),
-      extension,
-      stock,
-      compact,
-      pi.length > 0 ? `turn ${pi.map((p) => p.turn ?? "—").join(", ")}` : "never",
+      change(s.run.context),
+      change(s.run.context.piOnly),
+      change(compacted(s)),
+      piCompactsCell(s),
       `$${s.usage.cost.toFixed(2)}`,
     ];
   });
-  // Narrow: the size now, then each "after" with its change (stock Pi's against what stock Pi sends now).
-  const after = (before: number, value: number) => `${shortCount(value)} ${percentChange(before, value)}`;
-  const narrow = doc.sessions.map((s, i) => {
-    const { before, after: extension, piOnly } = s.run.context;
-    const c = s.compact.context;
-    return [
-      labels[i],
-      shortCount(before.tokens),
-      after(before.tokens, extension.tokens),
-      after(piOnly.before.tokens, piOnly.after.tokens),
-      after(c.before.tokens, c.after.tokens),
-    ];
-  });
+  // Short: the size the session's Pi sends now, then each "after" with its change against its own "now".
+  const after = (c: { before: { tokens: number }; after: { tokens: number } }) =>
+    `${shortCount(c.after.tokens)} ${percentChange(c.before.tokens, c.after.tokens)}`;
+  const narrow = doc.sessions.map((s, i) => [
+    labels[i],
+    shortCount(sentContext(s.run.context, s.run.target).before.tokens),
+    after(s.run.context),
+    after(s.run.context.piOnly),
+    after(compacted(s)),
+  ]);
+  const medium = doc.sessions.map((s, i) => [narrow[i][0], formatBytes(s.bytes), ...narrow[i].slice(1), wide[i][6], wide[i][7]]);
   const { text } = out.fitted([
     { columns: WIDE, rows: wide },
+    { columns: MEDIUM, rows: medium },
     { columns: COMPACT, rows: narrow },
   ]);
-  const legend = "~tokens Pi sends now → after run (with the extension, and stock Pi) and after compact · condense report --html FILE draws them per turn";
+  const legend =
+    "~tokens Pi sends now → after run (with the extension, and stock Pi) and after compact (now and compact: as the session's Pi sends it, " +
+    "stock Pi unless pi-condense is installed and on) · condense report --html FILE draws them per turn";
   return `${text}\n${out.c.dim(wrapWords(legend, out.width))}`;
 }

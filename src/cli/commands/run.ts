@@ -60,7 +60,7 @@ function declareRun(program: Command): Command {
     .option("--model <provider/id>", "summarizer model (implies --summarizer llm)")
     .option("--fallback-model <provider/id>", "model for batches the summarizer model fails on transiently (default: the session's model)")
     .addOption(new Option("--thinking <level>", "summarizer thinking level").choices(["off", "minimal", "low", "medium", "high", "xhigh"]))
-    .option("--concurrency <n>", "parallel summarizer calls", "4")
+    .addOption(new Option("--concurrency <n>", "parallel summarizer calls").default("4", "4"))
     .option("--no-cache", "neither read nor store model answers in the summary cache")
     .option("--jobs <n>", "sessions processed at once (default: number of cores)");
   withConfigOptions(cmd)
