@@ -318,3 +318,48 @@ describe("what no context edit can represent", () => {
     ]);
   });
 });
+
+describe("run --target pi --output: the path the stubs name", () => {
+  // The fixture's cwd is /work/native: Pi keeps its sessions in <agent>/sessions/--work-native--/.
+  let tmp: ReturnType<typeof makeTempDir>;
+  beforeAll(() => {
+    tmp = makeTempDir("native-output");
+  });
+  afterAll(() => tmp?.cleanup());
+  const agent = () => path.join(tmp.dir, "agent");
+  const piFolder = () => path.join(agent(), "sessions", "--work-native--");
+  /** The recovery commands of every stub and chain block the run wrote. */
+  const commands = async (input: string, output: string): Promise<string[]> => {
+    mkdirSync(path.dirname(input), { recursive: true });
+    mkdirSync(path.dirname(output), { recursive: true });
+    copyFileSync(SHAPES, input);
+    const r = await runCli(["run", input, "--target", "pi", "--output", output, "--force", "--quiet"], { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: agent() });
+    expect(r.code, r.stderr).toBe(0);
+    const text = linesOf(output)
+      .filter((e) => e.type === "context_edit" && e.replacement)
+      .flatMap((e) => e.replacement.content.map((b: { text?: string }) => b.text ?? ""))
+      .join("\n");
+    return [...text.matchAll(/`(condense query [^`]+)`/g)].map((m) => m[1]);
+  };
+
+  it("a session of Pi's folder written elsewhere (to be moved over the original): no --session, which would name a path about to go", async () => {
+    const cmds = await commands(path.join(piFolder(), "s.jsonl"), path.join(tmp.dir, "elsewhere", "pruned.jsonl"));
+    expect(cmds).toEqual(["condense query t1 t2", "condense query t3", "condense query t4", "condense query t5"]);
+  });
+
+  it("written into Pi's folder from elsewhere: no --session either", async () => {
+    const cmds = await commands(path.join(tmp.dir, "outside", "s.jsonl"), path.join(piFolder(), "from-outside.jsonl"));
+    expect(cmds).toEqual(["condense query t1 t2", "condense query t3", "condense query t4", "condense query t5"]);
+  });
+
+  it("neither in Pi's folder: every command names the output, once per stub or block", async () => {
+    const output = path.join(tmp.dir, "out", "pruned.jsonl");
+    const cmds = await commands(path.join(tmp.dir, "in", "s.jsonl"), output);
+    expect(cmds).toEqual([
+      `condense query t1 t2 --session ${output}`,
+      `condense query t3 --session ${output}`,
+      `condense query t4 --session ${output}`,
+      `condense query t5 --session ${output}`,
+    ]);
+  });
+});

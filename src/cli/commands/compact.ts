@@ -135,7 +135,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     const task = sessionOptions(options);
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const files = await resolveSessionArgs(args);
-    if (task.output !== undefined) await checkOutputPath(task.output, files, "compact it in place");
+    if (task.output !== undefined) await checkOutputPath(task.output, files, { force: task.force, inPlace: "compact it in place" });
     const interrupt = interruptOnSigint();
     let outcomes: FileOutcome<CompactFileResult>[];
     try {
@@ -165,7 +165,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
-    if (interrupted) out.error(interruptedMessage(split, files.length));
+    if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
   });
 }
 

@@ -15,7 +15,7 @@ import { DIAGNOSTIC_KINDS, FAULT_KINDS, type DiagnosticName } from "../../report
 import type { SessionMetrics } from "../../report/session-metrics.js";
 import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
 import { resolveSessionArgs } from "../../session/locate.js";
-import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { METRICS_TASK_MODULE, metricsTask, type MetricsTaskOptions } from "../metrics-task.js";
 import { n as fmt, percentChange, shortCount } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
@@ -86,7 +86,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
   withConfigOptions(cmd).addHelpText(
     "after",
     "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
-      "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
+      "are still reported); 2 usage error, or one session that cannot be used; 3 a limit was crossed (and no file failed).\n" +
       "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
       "  condense metrics sessions/ --max-frontier-gap 20k --max-chain-share 80% --fail-on-diagnostics",
   );
@@ -98,13 +98,24 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const taskOptions: MetricsTaskOptions = { config, tokenizer: (options.tokenizer ?? "chars4") as TokenizerName };
     const files = await resolveSessionArgs(args);
     await warnIgnoredProjectSettings(out, files);
-    const outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
-      remote: { module: METRICS_TASK_MODULE, fn: "metricsTask", options: taskOptions },
-    });
-    const { results: rows, failures } = splitOutcomes(outcomes);
+    const interrupt = interruptOnSigint();
+    let outcomes: FileOutcome<SessionMetrics>[];
+    try {
+      outcomes = await forEachSession(files, jobs, out, "metrics", (path) => metricsTask(path, taskOptions), {
+        remote: { module: METRICS_TASK_MODULE, fn: "metricsTask", options: taskOptions },
+        signal: interrupt.signal,
+      });
+    } finally {
+      interrupt.release();
+    }
+    const split = splitOutcomes(outcomes);
+    const { results: rows, failures } = split;
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));
     if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
     else if (crossed.length > 0) exit.code = 3;
+    // After Ctrl-C: the sessions measured are reported, the line at the end says what was left out.
+    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    if (interrupted) exit.code = 130;
 
     for (const r of rows) for (const w of r.warnings) out.warn(w);
     for (const f of failures) out.error(f.error);
@@ -118,6 +129,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
         totals,
         failures: failures.map(({ session, error }) => ({ session, error })),
         gates: { limits, crossed },
+        ...(interrupted ? { interrupted } : {}),
       });
       return;
     }
@@ -130,7 +142,9 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
-    if (failures.length > 0 && files.length > 1) out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were measured`);
+    if (interrupted) out.error(interruptedMessage(split, files.length, "read"));
+    else if (failures.length > 0 && files.length > 1)
+      out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were measured`);
   });
 }
 

@@ -87,7 +87,7 @@ export function registerRun(program: Command, exit: ExitState): void {
     const files = await resolveSessionArgs(args).catch((error: unknown) => {
       throw mistypedCommand(program, args, error);
     });
-    if (options.output !== undefined) await checkOutputPath(options.output, files);
+    if (options.output !== undefined) await checkOutputPath(options.output, files, { force: !!options.force });
     await warnIgnoredProjectSettings(out, files);
     // The extension's entries alone shrink Pi's context only with the extension switched on.
     if (!options.quiet && options.target === "extension") {
@@ -120,7 +120,15 @@ export function registerRun(program: Command, exit: ExitState): void {
     }
     const split = splitOutcomes(outcomes);
     const interrupted = settleBatch(out, exit, split, files.length, interrupt.signal);
-    printOutcome(out, { ...split, files: files.length, wallMs: Date.now() - started, estimate: !!options.estimate, interrupted });
+    printOutcome(out, {
+      ...split,
+      files: files.length,
+      wallMs: Date.now() - started,
+      estimate: !!options.estimate,
+      output: options.output,
+      dryRun: runOptions.dryRun,
+      interrupted,
+    });
   });
 }
 
@@ -145,6 +153,10 @@ interface RunOutcome {
   files: number;
   wallMs: number;
   estimate: boolean;
+  /** The `--output` file, when given. */
+  output?: string;
+  /** `--dry-run` or `--estimate`: nothing is written. */
+  dryRun: boolean;
   /** After Ctrl-C (see batch.ts `settleBatch`). */
   interrupted?: InterruptedJson;
 }
@@ -166,7 +178,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
     });
     return;
   }
-  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs));
+  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output));
   for (const r of results) {
     if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
     const wrote = writtenLine({ session: r.session, written: r.written, entries: r.entriesAppended, bytes: r.bytesAppended });
@@ -176,7 +188,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
   // Failures were printed first and may have scrolled away: count them once more at the end.
   if (failures.length > 0 && files > 1 && !interrupted) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
-  if (interrupted) out.error(interruptedMessage(run, files));
+  if (interrupted) out.error(interruptedMessage(run, files, run.dryRun ? "dry-run" : "write"));
 }
 
 /** `--target`: whom run writes for (pipeline/target.ts). */
