@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chainToolRefs } from "../src/chain/compress.js";
+import { buildProgram } from "../src/cli/main.js";
 import { suggestCommand } from "../src/cli/suggest.js";
 import { copyInto, FIXTURES, runCli, runCliWith, tempDir } from "./cli-capture.js";
 
@@ -41,6 +42,20 @@ describe("a mistyped command", () => {
     copyInto(dir, path.join(FIXTURES, "example-session.jsonl"), "metric");
     const r = await runCli(path.join(dir, "metric"), "--dry-run", "--json");
     expect(r.code).toBe(0);
+  });
+});
+
+describe('the options every command takes (README "Commands")', () => {
+  it("--json, --quiet and --raw on every command but completion, which prints its script and refuses them", async () => {
+    const program = await buildProgram({ code: 0 });
+    const without = program.commands
+      .filter((c) => !["--json", "--quiet", "--raw"].every((flag) => c.options.some((o) => o.long === flag)))
+      .map((c) => c.name());
+    expect(without).toEqual(["completion"]);
+    const r = await runCli("completion", "bash", "--json");
+    expect([r.code, r.stderr.split("\n")[0]]).toEqual([2, "error: unknown option '--json'"]);
+    // Given --json, even this usage error is one JSON document (README "JSON output").
+    expect(JSON.parse(r.stdout)).toEqual({ error: { message: "unknown option '--json'", exitCode: 2 } });
   });
 });
 
@@ -81,6 +96,43 @@ describe("run's report", () => {
     expect(human.stdout).toContain(
       `the session file would grow by ${kb(doc.disk.appendBytes)} (+${((100 * doc.disk.appendBytes) / size).toFixed(1)}%); 1 sidecar file (${kb(sidecar.length)}) in ${path.join(tmp.dir, "named", "0199c0de-0000-7000-8000-0000000000a1-blobs")}`,
     );
+  });
+
+  it("says 'written' and 'grew' only when something was written; --output grows the output, not the session", async () => {
+    const dir = path.join(tmp.dir, "written");
+    mkdirSync(dir);
+    const file = copyInto(dir, path.join(FIXTURES, "example-session.jsonl"));
+    const size = statSync(file).size;
+    const env = { ...NOW, COLUMNS: "400" };
+    const lines = (stdout: string) => stdout.trimEnd().split("\n").slice(-3);
+    const whom = "for the pi-condense extension (target extension: --target extension)";
+    const run = (...args: string[]) => runCliWith(env, ...args, "--target", "extension");
+
+    const dry = await run(file, "--dry-run");
+    const dryDoc = JSON.parse((await run(file, "--dry-run", "--json")).stdout).sessions[0];
+    const pct = (bytes: number) => `${Math.round(bytes / 1024)} KB (+${((100 * bytes) / size).toFixed(1)}%)`;
+    expect(lines(dry.stdout).slice(1)).toEqual([`the session file would grow by ${pct(dryDoc.disk.appendBytes)}`, `${file}: would be written ${whom}`]);
+
+    const output = path.join(dir, "out.jsonl");
+    const toOutput = await run(file, "--output", output);
+    const added = statSync(output).size - size;
+    expect(lines(toOutput.stdout)).toEqual([
+      `${output} holds the session's bytes + ${pct(added)}; the session file is untouched`,
+      `${file}: written to ${output} ${whom}`,
+      `wrote ${output}: the bytes of ${file} + ${dryDoc.entriesAppended} entries (+${added.toLocaleString("en-US")} bytes); ${file} is untouched`,
+    ]);
+    expect(statSync(file).size).toBe(size);
+
+    expect((await run(file, "-q")).code).toBe(0);
+    const noop = await run(file);
+    expect(lines(noop.stdout).slice(1)).toEqual(["nothing was written: the session file is unchanged", `${file}: nothing to write ${whom}`]);
+    const noopDry = await run(file, "--dry-run");
+    expect(lines(noopDry.stdout).slice(1)).toEqual(["nothing would be written: the session file is unchanged", `${file}: nothing to write ${whom}`]);
+
+    const other = copyInto(dir, path.join(FIXTURES, "example-session.jsonl"), "other.jsonl");
+    const both = await run(file, other, "--jobs", "1");
+    expect(both.stdout).toContain(`\nall sessions ${whom}: 1 written, 1 with nothing to write\n`);
+    expect(both.stdout).not.toMatch(/grew by 0 B/);
   });
 
   it("prints the command's wall time and counts the failed sessions once more at the end", async () => {

@@ -128,6 +128,7 @@ describe("bash", () => {
       "--session",
       "--full",
       "--save-images",
+      "--force",
       "--format",
       "--json",
       "--quiet",

@@ -4,7 +4,9 @@
  * `<id>-blobs/` folder next to the session's real path, and only up to a size limit. A crafted
  * `spillPath` (/etc/passwd, /proc/self/environ, /dev/zero, a FIFO, a symlink or hard link out of the
  * folder, `..`, a canary file elsewhere) is reported as refused or missing, and the stored head
- * preview is shown instead; nothing outside the folder is read, nothing hangs.
+ * preview is shown instead; nothing outside the folder is read, nothing hangs. A fork (Pi's
+ * `/fork`: header `parentSession`) may also read from its parent's blobs folder, under the same
+ * rules, and only when `parentSession` names a `*.jsonl` file with a session header.
  */
 import { execFileSync } from "node:child_process";
 import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
@@ -99,6 +101,65 @@ describe("query reads sidecars only inside the session's own blobs folder", () =
     writeFileSync(crafted, spilled.replaceAll(JSON.stringify(real), JSON.stringify("/etc/passwd")));
     const r = await runCli(["query", "t1", "--session", crafted]);
     expect(r.stdout).toContain("Spilled output unavailable (refused: /etc/passwd: not a sidecar file name (<name>.txt)); showing the stored head preview");
+  });
+});
+
+describe("a fork reads its parent's sidecars: from the blobs folder beside a session file its header names, and nowhere else", () => {
+  const FORK = "0f0000bb-0000-7000-8000-0000000000bb";
+  let forks: string;
+  beforeAll(() => {
+    forks = path.join(tmp.dir, "forks");
+    mkdirSync(forks);
+    // A session file elsewhere whose blobs folder holds the sidecar's name as a link to the canary.
+    const evil = path.join(tmp.dir, "evil");
+    mkdirSync(path.join(evil, "0f0000ee-0000-7000-8000-0000000000ee-blobs"), { recursive: true });
+    writeFileSync(
+      path.join(evil, "p.jsonl"),
+      `${JSON.stringify({ type: "session", version: 3, id: "0f0000ee-0000-7000-8000-0000000000ee", timestamp: "2026-01-01T00:00:00.000Z" })}\n`,
+    );
+    symlinkSync(path.join(tmp.dir, "canary.txt"), path.join(evil, "0f0000ee-0000-7000-8000-0000000000ee-blobs", "bash_0_1767225603000.txt"));
+    writeFileSync(path.join(tmp.dir, "canary.jsonl"), `${CANARY}\n`);
+    mkdirSync(path.join(tmp.dir, "folder.jsonl"));
+    symlinkSync(path.join(tmp.dir, "canary.txt"), path.join(tmp.dir, "canary-link.jsonl"));
+  });
+
+  /** A fork of the spilled session (its entries, a header of its own naming `parentSession`), queried as JSON. */
+  async function forkWith(parentSession: string) {
+    const [header, ...rest] = spilled.split("\n");
+    const forked = path.join(forks, `fork-${Math.random().toString(16).slice(2)}.jsonl`);
+    writeFileSync(forked, [JSON.stringify({ ...JSON.parse(header), id: FORK, parentSession }), ...rest].join("\n"));
+    const r = await runCli(["query", "t1", "--full", "--json", "--session", forked]);
+    return { r, res: JSON.parse(r.stdout).results[0] };
+  }
+  const missingOwn = () => `missing: ${real}: the session's sidecar folder ${path.join(forks, `${FORK}-blobs`)} does not exist`;
+
+  it("the parent's sidecar is read, by absolute or relative path to the parent", async () => {
+    for (const parent of [file, path.relative(forks, file)]) {
+      const { res } = await forkWith(parent);
+      expect([res.outputSource, res.sidecarPath, res.output], parent).toEqual(["sidecar", real, readFileSync(real, "utf8")]);
+    }
+  });
+
+  const notSessions: [string, () => string][] = [
+    ["/etc/passwd", () => "/etc/passwd"],
+    ["a .jsonl file without a session header (the canary)", () => path.join(tmp.dir, "canary.jsonl")],
+    ["a folder named *.jsonl", () => path.join(tmp.dir, "folder.jsonl")],
+    ["a *.jsonl link to a file that is not named *.jsonl", () => path.join(tmp.dir, "canary-link.jsonl")],
+    ["nothing there", () => path.join(tmp.dir, "gone.jsonl")],
+  ];
+  for (const [name, parent] of notSessions) {
+    it(`parentSession ${name} → not a parent: the stored preview, only the fork's own folder tried`, async () => {
+      const { r, res } = await forkWith(parent());
+      expect([res.outputSource, res.output, res.sidecarError]).toEqual(["preview", res.record.resultPreview, missingOwn()]);
+      expect(r.stdout).not.toContain(CANARY);
+      expect(r.stdout).not.toContain("root:");
+    });
+  }
+
+  it("a parent's blobs folder gets the same rules: a symlink there is refused, the canary never read", async () => {
+    const { r, res } = await forkWith(path.join(tmp.dir, "evil", "p.jsonl"));
+    expect([res.outputSource, res.sidecarError]).toEqual(["preview", `refused: ${real}: a symbolic link`]);
+    expect(r.stdout).not.toContain(CANARY);
   });
 });
 

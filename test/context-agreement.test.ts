@@ -62,14 +62,14 @@ for (const extension of ["off", "on"] as const) {
       utimesSync(copy, new Date("2025-01-01"), new Date("2025-01-01"));
       const migrate = /\.v1\.|hookmessage/.test(name) ? ["--migrate"] : [];
       if (name === HEADERLESS) {
-        // Pi cannot open it: every read-only command fails on it, with the same reason.
+        // Pi cannot open it: every read-only command fails on it (unusable input, exit 2), with the same reason.
         for (const args of [
           ["render", copy, "--stats"],
           ["metrics", copy],
           ["budget", copy],
         ]) {
           const r = await cli(...args);
-          expect(r.code, args[0]).toBe(1);
+          expect(r.code, args[0]).toBe(2);
           expect(r.stderr, args[0]).toContain(`${copy}: no session header`);
         }
         return;

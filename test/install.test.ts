@@ -183,6 +183,7 @@ describe("npm pack + npm install -g of the tarball", () => {
 
   it("install-skill and completion work from the installed binary", () => {
     const agent = path.join(tmp.dir, "agent-skill");
+    mkdirSync(agent);
     const r = condense(["install-skill"], tmp.dir, { PI_CODING_AGENT_DIR: agent });
     expect(r.status).toBe(0);
     expect(r.stdout).toBe(`${path.join(agent, "skills", "condense-recover", "SKILL.md")}\n`);

@@ -6,7 +6,7 @@
  * A second Ctrl-C ends the process at once. The same without a terminal (SIGINT from a parent).
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
@@ -15,6 +15,7 @@ import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 import { hasTmux, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
 
 const SOURCE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+const LARGE = path.join(SHARED_SESSIONS, "pimono-before-compaction.migrated-v3.jsonl");
 
 describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
   let server: Awaited<ReturnType<typeof startFakeLlmServer>>;
@@ -107,6 +108,64 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     for (const [f, size] of sizes) expect(readFileSync(f).length).toBe(size);
   }, 120_000);
 
+  it("run --dry-run over an archive: the same closing line, which says a dry run writes nothing", async () => {
+    server.setPlan(() => ({ delayMs: 60 }));
+    server.requests.length = 0;
+    const folder = path.join(tmp.dir, "dry-archive");
+    mkdirSync(folder);
+    const files = Array.from({ length: 6 }, (_, i) => copyInto(folder, SOURCE, `d${i + 1}.jsonl`));
+    const before = new Map(files.map((f) => [f, readFileSync(f)]));
+    const run = start("dry-archive", ["run", folder, "--dry-run", "--no-cache", "--model", "local/m1", "--jobs", "2"]);
+    await waitFor("model requests", () => server.requests.length >= 12, 60_000);
+    run.keys("C-c");
+    expect(await run.exited()).toBe(130);
+    const lines = interruptLines(run.screen());
+    expect(lines).toHaveLength(1);
+    const m = /^error: interrupted: (\d+) of 6 sessions done, (\d+) not done; a dry run writes nothing$/.exec(lines[0]);
+    expect(m, lines[0]).not.toBeNull();
+    expect(Number(m?.[1]) + Number(m?.[2])).toBe(6);
+    expect(Number(m?.[2])).toBeGreaterThan(0);
+    for (const f of files) expect(readFileSync(f).equals(before.get(f) as Buffer)).toBe(true);
+  }, 120_000);
+
+  // The read-only commands and compact, on an archive of one large shared session 24 times:
+  // Ctrl-C once the progress line counts a session done.
+  const READS: [string, string[], string, string][] = [
+    ["metrics", [], "metrics", " not done (left out above)"],
+    ["report", ["--html", "page.html"], "report", " not done (left out above); the page was not written"],
+    ["compact", ["--dry-run"], "compacting", " not done; a dry run writes nothing"],
+    ["compact", [], "compacting", " untouched (nothing was written to them); run the same command again to continue"],
+  ];
+  for (const [command, extra, progress, tail] of READS) {
+    it(`${[command, ...extra].join(" ")}: exit 130 and one closing line "interrupted: N of M sessions done, …"`, async () => {
+      const name = `${command}${extra.join("")}`.replace(/[^a-z]/g, "");
+      const folder = path.join(tmp.dir, `large-${name}`);
+      mkdirSync(folder);
+      // Copies for the command that writes, else hard links to one copy (one file on disk).
+      const writes = command === "compact" && extra.length === 0;
+      const first = copyInto(folder, LARGE, "l01.jsonl");
+      const files = [first, ...Array.from({ length: 23 }, (_, i) => path.join(folder, `l${String(i + 2).padStart(2, "0")}.jsonl`))];
+      for (const f of files.slice(1)) writes ? copyFileSync(first, f) : linkSync(first, f);
+      const before = new Map(files.map((f) => [f, readFileSync(f)]));
+      const run = start(`large-${name}`, [command, folder, "--jobs", "1", ...extra]);
+      await waitFor("a session done", () => new RegExp(`${progress} [1-9]\\d*/24`).test(run.screen()), 60_000);
+      run.keys("C-c");
+      expect(await run.exited(60_000)).toBe(130);
+      const lines = interruptLines(run.screen());
+      expect(lines).toHaveLength(1);
+      const m = new RegExp(`^error: interrupted: (\\d+) of 24 sessions done, (\\d+)${tail.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}$`).exec(lines[0]);
+      expect(m, lines[0]).not.toBeNull();
+      const [done, left] = [Number(m?.[1]), Number(m?.[2])];
+      expect(done + left).toBe(24);
+      expect(left).toBeGreaterThan(0);
+      // The closing line is the last thing printed.
+      expect(interruptLines(run.screen().trimEnd().split("\n").pop() ?? "")).toEqual(lines);
+      const changed = files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
+      expect(changed).toHaveLength(writes ? done : 0);
+      if (command === "report") expect(existsSync(path.join(tmp.dir, "page.html"))).toBe(false);
+    }, 120_000);
+  }
+
   it("a second Ctrl-C exits at once, whatever the first one is waiting for", async () => {
     // The shared handler of every writing command, around work that never looks at the signal.
     const batch = path.join(path.dirname(cli.bin), "../dist/cli/batch.js");
@@ -157,14 +216,10 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     tmp?.cleanup();
   });
 
-  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
-    const folder = path.join(tmp.dir, "archive");
-    mkdirSync(folder);
-    const files = Array.from({ length: 5 }, (_, i) => copyInto(folder, SOURCE, `p${i + 1}.jsonl`));
-    const before = new Map(files.map((f) => [f, readFileSync(f)]));
-    const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
-    const child = spawn(process.execPath, [cli.bin, "run", folder, "--model", "local/m1", "--jobs", "1", "--json"], {
-      env: { ...process.env, PI_CODING_AGENT_DIR: tmp.dir, CONDENSE_CACHE_DIR: path.join(tmp.dir, "cache") },
+  /** The built CLI as a child with piped output, Pi's folder the test's. */
+  const spawnCli = (args: string[], env: Record<string, string> = {}) => {
+    const child = spawn(process.execPath, [cli.bin, ...args], {
+      env: { ...process.env, PI_CODING_AGENT_DIR: tmp.dir, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -172,10 +227,21 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     child.stdout.on("data", (d) => (stdout += d));
     child.stderr.on("data", (d) => (stderr += d));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    return { pid: child.pid, kill: (signal: NodeJS.Signals) => child.kill(signal), exited, output: () => ({ stdout, stderr }) };
+  };
+
+  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
+    const folder = path.join(tmp.dir, "archive");
+    mkdirSync(folder);
+    const files = Array.from({ length: 5 }, (_, i) => copyInto(folder, SOURCE, `p${i + 1}.jsonl`));
+    const before = new Map(files.map((f) => [f, readFileSync(f)]));
+    const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
+    const child = spawnCli(["run", folder, "--model", "local/m1", "--jobs", "1", "--json"], { CONDENSE_CACHE_DIR: path.join(tmp.dir, "cache") });
     await waitFor("a first session written", () => changed().length >= 1, 60_000);
     child.kill("SIGINT");
-    expect(await exited).toBe(130);
+    expect(await child.exited).toBe(130);
     const done = changed();
+    const { stdout, stderr } = child.output();
     const doc = JSON.parse(stdout);
     expect(doc.interrupted.done).toBe(done.length);
     expect(doc.interrupted.untouched.sort()).toEqual(files.filter((f) => !done.includes(f)).sort());
@@ -183,5 +249,30 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     expect(stderr).toBe("");
     for (const f of doc.interrupted.untouched) expect(readFileSync(f).equals(before.get(f) as Buffer)).toBe(true);
     expect(readdirSync(folder).filter((n) => n.endsWith(".lock"))).toEqual([]);
+  }, 120_000);
+
+  it("metrics --json: exit 130, the document holds the sessions measured and names the others", async () => {
+    // 200 names for one large session (hard links: one file on disk), far more than are read before the interrupt.
+    const folder = path.join(tmp.dir, "metrics-json");
+    mkdirSync(folder);
+    const first = copyInto(folder, LARGE, "m000.jsonl");
+    const files = [first, ...Array.from({ length: 199 }, (_, i) => path.join(folder, `m${String(i + 1).padStart(3, "0")}.jsonl`))];
+    for (const f of files.slice(1)) linkSync(first, f);
+    const child = spawnCli(["metrics", folder, "--jobs", "1", "--json"]);
+    // Once the process catches SIGINT (Linux: bit 2 of SigCgt), and a moment later, when its own handler is installed.
+    const catchesSigint = () => {
+      const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? "0";
+      return (BigInt(`0x${mask}`) & 2n) !== 0n;
+    };
+    await waitFor("a SIGINT handler", catchesSigint);
+    await sleep(1000);
+    child.kill("SIGINT");
+    expect(await child.exited).toBe(130);
+    const { stdout, stderr } = child.output();
+    expect(stderr).toBe("");
+    const doc = JSON.parse(stdout);
+    expect(doc.interrupted.done).toBe(doc.sessions.length);
+    expect(doc.interrupted.untouched.length).toBeGreaterThan(0);
+    expect([...doc.sessions.map((s: { session: string }) => s.session), ...doc.interrupted.untouched].sort()).toEqual(files);
   }, 120_000);
 });

@@ -130,8 +130,59 @@ describe("no session argument: the session pi --continue opens", () => {
     expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: older } })).toEqual([older]);
     // A relative value is read from the given cwd, not the process's.
     expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: path.relative(cwd, older) } })).toEqual([older]);
-    // A stale value (the file is gone) falls back to the newest session of the cwd.
-    expect(await resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: path.join(dir, "gone.jsonl") } })).toEqual([newer]);
+  });
+
+  it("a $PI_SESSION_FILE naming no session is an error naming it, never a fall-back to another session", async () => {
+    const { agent, cwd, env } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    session(dir, "newer.jsonl", hdr("n", cwd), 1_700_000_200);
+    const gone = path.join(dir, "gone.jsonl");
+    const notSession = session(dir, "no-header.jsonl", '{"type":"message","id":"x"}', 1_700_000_100);
+    const tail = "condense reads no other session in its place — unset it, or";
+    await expect(resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: gone } })).rejects.toThrow(
+      `$PI_SESSION_FILE names ${gone}, which does not exist; ${tail} pass a session file, directory, glob or session id`,
+    );
+    await expect(resolveSessionArgs([], { cwd, env: { ...env, PI_SESSION_FILE: notSession } })).rejects.toThrow(
+      `$PI_SESSION_FILE names ${notSession}, which is not a Pi session (no session header); ${tail} pass a session file, directory, glob or session id`,
+    );
+    // condense query, run in the project folder (where pi --continue would find "newer"): exit 2, nothing on stdout.
+    const here = process.cwd();
+    process.chdir(cwd);
+    try {
+      const r = await runCli(["query", "t1"], { PI_CODING_AGENT_DIR: agent, PI_SESSION_FILE: gone, NO_COLOR: "1" });
+      expect([r.code, r.stdout]).toEqual([2, ""]);
+      expect(r.stderr).toBe(`error: $PI_SESSION_FILE names ${gone}, which does not exist; ${tail} name it with --session FILE|id\n`);
+    } finally {
+      process.chdir(here);
+    }
+  });
+
+  it("query --session naming a moved file, run inside Pi: the error says $PI_SESSION_FILE holds the current session", async () => {
+    const { agent, cwd } = world();
+    const current = session(path.join(cwd, "here"), "current.jsonl", hdr("c", cwd), 1_700_000_100);
+    const moved = path.join(cwd, "moved-away.jsonl");
+    const r = await runCli(["query", "t1", "--session", moved], { PI_CODING_AGENT_DIR: agent, PI_SESSION_FILE: current, NO_COLOR: "1" });
+    expect([r.code, r.stdout]).toEqual([2, ""]);
+    expect(r.stderr).toBe(
+      `error: ${moved}: no such file or directory, no glob match, and no session with that id in ${path.join(agent, "sessions")}. ` +
+        `$PI_SESSION_FILE names ${current} (inside Pi: the current session); without --session condense query reads it\n`,
+    );
+  });
+
+  it("no session found: the message says where condense looked and how each command takes a session", async () => {
+    const { agent, cwd } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    const here = process.cwd();
+    process.chdir(cwd);
+    try {
+      const head = `error: no session given, $PI_SESSION_FILE is not set, and ${dir} holds no Pi session of ${cwd} (the newest one there is what pi --continue opens); `;
+      const query = await runCli(["query", "t1"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
+      expect([query.code, query.stderr]).toEqual([2, `${head}name it with --session FILE|id\n`]);
+      const metrics = await runCli(["metrics"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
+      expect([metrics.code, metrics.stderr]).toEqual([2, `${head}pass a session file, directory, glob or session id\n`]);
+    } finally {
+      process.chdir(here);
+    }
   });
 
   it("condense query without --session reads $PI_SESSION_FILE", async () => {

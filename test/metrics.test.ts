@@ -286,12 +286,12 @@ describe("metrics over every shared session", () => {
     expect(m.openCycleThinkingTokens).toBeLessThanOrEqual(Math.ceil(all.map((b) => b.thinking ?? "").join("").length / 4));
   });
 
-  it("gjc-01 (no header, Pi refuses it): a failure for that file — exit 1, a failures entry, no row", async () => {
+  it("gjc-01 (no header, Pi refuses it): a failure for that file — exit 2 (unusable input), a failures entry, no row", async () => {
     const file = path.join(SHARED_SESSIONS, "gjc-01-youtube-transcript-extraction.v3.jsonl");
     const message = `${file}: no session header: the first entry (line 1, a "message" entry) should be {"type":"session","id",...}; Pi refuses to open such a file`;
-    await expect(openSession(file, "read")).rejects.toMatchObject({ exitCode: 1, message });
+    await expect(openSession(file, "read")).rejects.toMatchObject({ exitCode: 2, message });
     const r = await runCli("metrics", file, "--json");
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     const doc = JSON.parse(r.stdout);
     expect(doc.sessions).toEqual([]);
     expect(doc.failures).toEqual([{ session: file, error: message }]);

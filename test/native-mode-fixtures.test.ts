@@ -19,6 +19,11 @@ const files = readdirSync(FIXTURES)
   .filter((f) => f.endsWith(".jsonl"))
   .sort();
 const excluded = new Set([...Object.keys(PI_REFUSES), CYCLE, EMPTY, STILL_WRITTEN]);
+/** Fixtures where stock Pi's context ends smaller than the extension's by more: [original, stock Pi, extension] in Pi's tokens. */
+const PRUNES_MORE: Record<string, [number, number, number]> = {
+  "duplicate-ids-one-message-second-failed.jsonl": [1347, 816, 957],
+  "reused-id-failed-result-after-custom-message.jsonl": [787, 354, 508],
+};
 
 describe.skipIf(!present)("native mode: stock Pi sends the pruned context (fixtures)", () => {
   let tmp: ReturnType<typeof makeTempDir>;
@@ -82,7 +87,11 @@ describe.skipIf(!present)("native mode: stock Pi sends the pruned context (fixtu
     expect(rows.length).toBe(files.length - excluded.size);
     // Below 1,000 tokens the recovery hints stock-Pi stubs carry (a few tokens each) are several points.
     for (const r of rows) {
-      if (r.original >= 1000)
+      if (PRUNES_MORE[r.name]) {
+        // Error purge per occurrence (docs/design.md §11): the earlier failed call's arguments go at
+        // once, which the extension's bare-id rule keeps while the swept later failure is the latest.
+        expect([r.original, r.piAlone, r.extension], r.name).toEqual(PRUNES_MORE[r.name]);
+      } else if (r.original >= 1000)
         expect(Math.abs(r.pi - r.ext), `${r.name}: stock Pi ${r.pi.toFixed(1)}% vs extension ${r.ext.toFixed(1)}%`).toBeLessThanOrEqual(5);
       else expect(Math.abs(r.piAlone - r.extension), `${r.name}: stock Pi ${r.piAlone} vs extension ${r.extension} tokens`).toBeLessThanOrEqual(25);
     }

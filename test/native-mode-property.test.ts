@@ -1,6 +1,7 @@
 /**
  * Native mode over generated sessions (a seeded generator — mulberry32, so every failure replays —: prompts as strings or text + image,
- * tool turns of one to three calls with outputs of 50 to 4,000 characters, failed calls with long
+ * tool turns of one to three calls with outputs of 50 to 4,000 characters, a quarter of the calls
+ * under a reused id (across turns and inside one message), failed calls with long
  * arguments, signed thinking, interrupted chains, custom messages between a call and its result,
  * results no call answers). For each: `run --target pi`, then Pi 1.6 appends more turns through its
  * own SessionManager and `run --target pi` runs again. After each run, what must hold whatever the
@@ -16,6 +17,7 @@ import { seeded } from "./fault/support.js";
 import { expectProviderValid } from "./native-mode/checks.js";
 
 const SESSIONS = 24;
+const REUSED_IDS = ["bash_23", "functions.bash:0"];
 
 const MODEL = { api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5" };
 const USAGE = {
@@ -45,7 +47,8 @@ function generate(rnd: () => number, chains: number, tag: string, append: (m: Re
     const turns = 1 + Math.floor(rnd() * 3);
     for (let t = 0; t < turns; t++) {
       const calls = Array.from({ length: 1 + Math.floor(rnd() * 3) }, () => {
-        const id = `${tag}_${n++}`;
+        // A quarter of the calls reuse an id of the pool (across turns and inside one message), as providers do.
+        const id = rnd() < 0.25 ? pick(REUSED_IDS) : `${tag}_${n++}`;
         const failed = rnd() < 0.15;
         const name = pick(["read", "bash", "write", "grep"]);
         return { id, name, failed, args: failed ? { path: `f${n}`, content: "y".repeat(600) } : { path: `f${n}` } };

@@ -56,25 +56,27 @@ describe("run --target pi on native-mode-shapes.jsonl", () => {
   const editOf = (targetId: string) => edits().find((e) => e.targetId === targetId);
   const content = (id: string) => original.get(id)!.message.content;
 
-  it("edits these targets, in branch order, each as Pi's appendContextEdit writes it", () => {
+  it("edits these targets, replacements first, then omissions, assistant messages last, each as Pi's appendContextEdit writes it", () => {
     const summaries = appended.filter((e) => e.customType === "context-prune-summary").map((e) => e.id);
     expect(summaries).toHaveLength(5);
+    // Every prefix of the append is valid for providers (native-mode-torn.test.ts): a tool result
+    // is left out before the assistant message that calls it.
     expect(edits().map((e) => [e.targetId, e.replacement === null ? null : "content"])).toEqual([
       ["n0000001", "content"], // chain A's prompt carries its block
-      ["n0000002", null],
-      ["n0000003", null],
-      ["n0000004", null],
-      ["n0000005", null],
       ["n0000006", "content"], // chain A's final reply without thinking
       ["n0000007", "content"], // chain B's prompt carries its block
-      ["n0000008", null],
-      ["n0000009", null],
       ["n000000a", "content"],
       ["n000000d", "content"], // chain C's result: a stub
       ["n0000010", "content"], // the failed write: arguments purged
       ["n0000017", "content"], // chain E's result: a stub
+      ["n0000003", null], // chain A's and B's tool results
+      ["n0000005", null],
+      ["n0000009", null],
       ["n0000018", null], // the result no call answers
       ...summaries.slice(0, 3).map((id) => [id, null]), // chain A's and B's batch summaries
+      ["n0000002", null], // chain A's and B's tool calls
+      ["n0000004", null],
+      ["n0000008", null],
     ]);
     let parent = appended[0].parentId;
     expect(parent).toBe([...original.keys()].at(-1));
@@ -311,8 +313,53 @@ describe("what no context edit can represent", () => {
     expect(plan.unrepresentable).toEqual([{ entryId: "h1", reason: "a custom message entry cannot be edited" }]);
     expect(plan.edits.map((e) => [e.targetId, e.kind])).toEqual([
       ["u1", "carrier"],
+      ["r1", "omit"], // the result before its call (every prefix valid)
       ["a1", "omit"],
-      ["r1", "omit"],
+    ]);
+  });
+});
+
+describe("run --target pi --output: the path the stubs name", () => {
+  // The fixture's cwd is /work/native: Pi keeps its sessions in <agent>/sessions/--work-native--/.
+  let tmp: ReturnType<typeof makeTempDir>;
+  beforeAll(() => {
+    tmp = makeTempDir("native-output");
+  });
+  afterAll(() => tmp?.cleanup());
+  const agent = () => path.join(tmp.dir, "agent");
+  const piFolder = () => path.join(agent(), "sessions", "--work-native--");
+  /** The recovery commands of every stub and chain block the run wrote. */
+  const commands = async (input: string, output: string): Promise<string[]> => {
+    mkdirSync(path.dirname(input), { recursive: true });
+    mkdirSync(path.dirname(output), { recursive: true });
+    copyFileSync(SHAPES, input);
+    const r = await runCli(["run", input, "--target", "pi", "--output", output, "--force", "--quiet"], { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: agent() });
+    expect(r.code, r.stderr).toBe(0);
+    const text = linesOf(output)
+      .filter((e) => e.type === "context_edit" && e.replacement)
+      .flatMap((e) => e.replacement.content.map((b: { text?: string }) => b.text ?? ""))
+      .join("\n");
+    return [...text.matchAll(/`(condense query [^`]+)`/g)].map((m) => m[1]);
+  };
+
+  it("a session of Pi's folder written elsewhere (to be moved over the original): no --session, which would name a path about to go", async () => {
+    const cmds = await commands(path.join(piFolder(), "s.jsonl"), path.join(tmp.dir, "elsewhere", "pruned.jsonl"));
+    expect(cmds).toEqual(["condense query t1 t2", "condense query t3", "condense query t4", "condense query t5"]);
+  });
+
+  it("written into Pi's folder from elsewhere: no --session either", async () => {
+    const cmds = await commands(path.join(tmp.dir, "outside", "s.jsonl"), path.join(piFolder(), "from-outside.jsonl"));
+    expect(cmds).toEqual(["condense query t1 t2", "condense query t3", "condense query t4", "condense query t5"]);
+  });
+
+  it("neither in Pi's folder: every command names the output, once per stub or block", async () => {
+    const output = path.join(tmp.dir, "out", "pruned.jsonl");
+    const cmds = await commands(path.join(tmp.dir, "in", "s.jsonl"), output);
+    expect(cmds).toEqual([
+      `condense query t1 t2 --session ${output}`,
+      `condense query t3 --session ${output}`,
+      `condense query t4 --session ${output}`,
+      `condense query t5 --session ${output}`,
     ]);
   });
 });

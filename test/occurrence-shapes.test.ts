@@ -321,9 +321,11 @@ describe("kind 2: a message between a tool call and its result", () => {
     expect(ran.after).toStrictEqual(ran.before);
     expect((ran.after[1] as Loose).content[0].arguments).toEqual({ _purged: expect.stringMatching(/^<purged-errored-args size="\d+"\/>$/) });
     expect(ran.report.recovered.map((r: Loose) => [r.ref, r.storedAs])).toEqual([["t1", `toolu_01Wr#1@${result.timestamp}`]]);
-    const q = await ran.query("t1");
-    expect(q.outputs).toEqual([textOfResult(result)]);
-    expect(q.keys).toEqual([`toolu_01Wr#1@${result.timestamp}`]);
+    // The ref, the raw id and the result's own key all find it.
+    for (const ref of ["t1", "toolu_01Wr", `toolu_01Wr@${result.timestamp}`]) {
+      expect(await ran.query(ref), ref).toEqual({ code: 0, outputs: [textOfResult(result)], keys: [`toolu_01Wr#1@${result.timestamp}`] });
+    }
+    expect((await ran.query(`toolu_01Wr@${result.timestamp + 1}`)).code).toBe(1);
   });
 
   it("string content: recovered as the string", async () => {
@@ -392,7 +394,10 @@ describe("kind 3: one assistant message calls the same id twice", () => {
     expect(ran.after).toStrictEqual(ran.before);
     expect(ran.report.recovered.map((r: Loose) => [r.ref, r.storedAs])).toEqual([["t1", `call_0#2@${results[1].timestamp}`]]);
     expect((await ran.query("t1")).outputs).toEqual([textOfResult(results[1])]);
-    expect((await ran.query(`call_0@${results[1].timestamp}`)).code).toBe(1);
+    // The key both results share, and the raw id, find the one stored (README: every occurrence).
+    for (const ref of [`call_0@${results[1].timestamp}`, "call_0"]) {
+      expect(await ran.query(ref), ref).toEqual({ code: 0, outputs: [textOfResult(results[1])], keys: [`call_0#2@${results[1].timestamp}`] });
+    }
     expect(
       diagnostics(ran)
         .map((d) => d.kind)

@@ -94,7 +94,7 @@ describe.skipIf(!present)("oracle: our projection equals Pi 1.6's on every share
     });
   }
 
-  it(`${HEADERLESS}: Pi refuses it; openSession(write) throws a UsageError about the missing header, openSession(read) fails (exit 1)`, async () => {
+  it(`${HEADERLESS}: Pi refuses it; openSession(write) throws a UsageError about the missing header, openSession(read) fails (exit 2)`, async () => {
     const original = sharedPath(HEADERLESS);
     const copy = copyInto(tmp.dir, original);
     expect(() => Pi.SessionManager.open(copy)).toThrow(/not a valid pi session/);
@@ -119,8 +119,8 @@ describe.skipIf(!present)("oracle: our projection equals Pi 1.6's on every share
     expect((thrown as UsageError).message).toBe(`${original}: ${session.problems[0].message}; refusing to write to it`);
     expect((thrown as UsageError).message).toContain("no session header");
 
-    // Read-only commands fail on it too (exit 1), so a CI gate never passes on a file Pi cannot open.
-    await expect(openSession(original, "read")).rejects.toMatchObject({ exitCode: 1, message: `${original}: ${session.problems[0].message}` });
+    // Read-only commands fail on it too (exit 2, unusable input), so a CI gate never passes on a file Pi cannot open.
+    await expect(openSession(original, "read")).rejects.toMatchObject({ exitCode: 2, message: `${original}: ${session.problems[0].message}` });
   });
 
   it(`${HEADERLESS}: with a header prepended, Pi's context equals ours for the header-less original`, async () => {

@@ -119,6 +119,43 @@ describe("lookupRef", () => {
     expect(lookupRef(indexer, "bash_7").hits.map((h) => [h.label, h.aliasOf])).toEqual([["bash_7@400", "bash_1@110"]]);
     expect(lookupRef(indexer, "t1").hits.map((h) => h.key)).toEqual(["bash_1@110"]);
   });
+
+  it("records stored under id#n (failed, shared-key and timestamp-less removed results) are occurrences of id", () => {
+    const indexer = new ToolCallIndexer();
+    const record = (toolCallId: string, resultTimestamp: number | undefined, resultText: string): ToolCallRecord => ({
+      toolCallId,
+      toolName: "bash",
+      args: {},
+      resultText,
+      isError: false,
+      turnIndex: -1,
+      timestamp: resultTimestamp ?? 50,
+      ...(resultTimestamp === undefined ? {} : { resultTimestamp }),
+    });
+    indexer.addRecord(record("bash_1", 300, "own key"), false);
+    indexer.addRecord(record("bash_1#1", 200, "failed"), false);
+    indexer.addRecord(record("bash_1#2", 200, "shared key, second"), false);
+    indexer.addRecord(record("bash_1#1", undefined, "no timestamp"), false);
+    // Not stored ids of bash_1: another id that starts alike, and a suffix that is not a rank.
+    indexer.addRecord(record("bash_12#1", 200, "bash_12"), false);
+    indexer.addRecord(record("bash_1#x", 200, "not a rank"), false);
+    const hits = (ref: string) => lookupRef(indexer, ref).hits.map((h) => [h.label, h.record.resultText]);
+    expect(hits("bash_1")).toEqual([
+      ["bash_1#1", "no timestamp"],
+      ["bash_1#1@200", "failed"],
+      ["bash_1#2@200", "shared key, second"],
+      ["bash_1@300", "own key"],
+    ]);
+    expect(hits("bash_1@200")).toEqual([
+      ["bash_1#1@200", "failed"],
+      ["bash_1#2@200", "shared key, second"],
+    ]);
+    expect(hits("bash_1@300")).toEqual([["bash_1@300", "own key"]]);
+    expect(hits("bash_1#2@200")).toEqual([["bash_1#2@200", "shared key, second"]]);
+    expect(lookupRef(indexer, "bash_1@201")).toEqual({ hits: [], unknown: "no indexed tool call with id or key bash_1@201 in this session" });
+    // context_tree_query takes ids as given (the extension's getRecordsForId).
+    expect(indexer.getRecordsForId("bash_1").map((e) => e.key)).toEqual(["bash_1@300"]);
+  });
 });
 
 describe("formatQueryBlock", () => {

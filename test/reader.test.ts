@@ -125,7 +125,7 @@ describe("unusable files", () => {
     expect(readFileSync(copy).equals(readFileSync(p))).toBe(true);
   });
 
-  it("bad-no-header.jsonl: problem 'missing-header'; read-only commands fail on it (exit 1), writing ones refuse it (exit 2); Pi refuses it", async () => {
+  it("bad-no-header.jsonl: problem 'missing-header'; every command refuses it (exit 2: unusable input); Pi refuses it", async () => {
     const name = "bad-no-header.jsonl";
     const p = fx(name);
     const s = await load(name);
@@ -137,7 +137,7 @@ describe("unusable files", () => {
     expect(s.fileVersion).toBe(3);
     expect(ids(s.branch)).toEqual(["aa000001", "aa000002"]);
     expect(llmOf(s)).toStrictEqual([user("Hello without a header.", 1), asstText("Hi.", 2)]);
-    await expect(openSession(p, "read")).rejects.toMatchObject({ exitCode: 1, message: `${p}: ${message}` });
+    await expect(openSession(p, "read")).rejects.toMatchObject({ exitCode: 2, message: `${p}: ${message}` });
     await expectUsageError(openSession(p, "write"), `${p}: ${message}; refusing to write to it`);
     expect(() => Pi.SessionManager.open(copyInto(tmp.dir, p, "pi-no-header.jsonl"))).toThrow(/not a valid pi session/);
   });
@@ -589,7 +589,7 @@ describe("CLI", () => {
     expect(r.stderr).toBe(`error: ${p}: not a JSONL session: none of its 4 non-blank line(s) is a JSON object\n`);
   });
 
-  it("render, query, metrics and budget on a header-less file: exit 1 with Pi's reason, nothing on stdout", async () => {
+  it("render, query, metrics and budget on a header-less file: exit 2 with Pi's reason, nothing on stdout", async () => {
     const p = fx("bad-no-header.jsonl");
     const why = `${p}: no session header: the first entry (line 1, a "message" entry) should be {"type":"session","id",...}; Pi refuses to open such a file`;
     for (const args of [
@@ -600,12 +600,12 @@ describe("CLI", () => {
       ["budget", p],
     ]) {
       const r = await run(...args);
-      expect(r.code, args.join(" ")).toBe(1);
+      expect(r.code, args.join(" ")).toBe(2);
       expect(r.stdout, args.join(" ")).toBe("");
       expect(r.stderr, args.join(" ")).toBe(`error: ${why}\n`);
     }
     const j = await run("metrics", p, "--json");
-    expect(j.code).toBe(1);
+    expect(j.code).toBe(2);
     expect(JSON.parse(j.stdout).failures).toEqual([{ session: p, error: why }]);
   });
 

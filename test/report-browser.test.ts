@@ -101,9 +101,13 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
       env: { ...process.env, ...env },
       encoding: "utf8",
     });
-    // The one shared session Pi cannot open (no header) is a failure of its own; the page is written for the others.
+    // The one shared session Pi cannot open (no header) is a failure of its own; the page is written for the others,
+    // and a closing line counts the failures, as run and metrics do.
     expect(built.status, built.stderr).toBe(1);
     expect(built.stderr).toMatch(/^error: \S*gjc-01-youtube-transcript-extraction\.v3\.jsonl: no session header/m);
+    expect(built.stderr.trimEnd().split("\n").at(-1)).toBe(
+      `error: 1 of ${sharedSessionFiles().length} sessions failed (listed above); the others are reported`,
+    );
     pages.set("archive", archive);
     profile = mkdtempSync(path.join(tmpdir(), "condense-chromium-"));
     context = await chromium.launchPersistentContext(profile, {
@@ -236,6 +240,10 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
       const links = await page.evaluate(() => [...document.querySelectorAll("table.sessions a")].map((a) => a.getAttribute("href")));
       expect(links.sort()).toEqual(doc.sessions.map((s: any) => `#${s.anchor}`).sort());
       for (const s of doc.sessions) expect(await page.locator(`section#${s.anchor}`).count()).toBe(1);
+      // A failed file's row names its path once: the message starts with it.
+      const failed = await page.evaluate(() => [...document.querySelectorAll("table.sessions tr.failed")].map((r) => r.textContent));
+      expect(failed).toEqual(doc.failures.map((f: any) => f.error));
+      expect(failed[0]).toMatch(/^\S*gjc-01-youtube-transcript-extraction\.v3\.jsonl: no session header/);
       await page.click(`table.sessions a[href="#${doc.sessions[doc.sessions.length - 1].anchor}"]`);
       expect(await page.evaluate(() => location.hash)).toBe(`#${doc.sessions[doc.sessions.length - 1].anchor}`);
     } finally {

@@ -234,7 +234,7 @@ describe("report --html", () => {
     writeFileSync(blocker, "x");
     const bad = await runCli("report", small, "--html", path.join(blocker, "page.html"));
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain(`--html ${path.join(blocker, "page.html")}: cannot write the page`);
+    expect(bad.stderr).toBe(`error: --html ${path.join(blocker, "page.html")}: ${blocker} is not a folder (nothing was written)\n`);
     expect(existsSync(path.join(blocker, "page.html"))).toBe(false);
   });
 

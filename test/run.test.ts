@@ -4,7 +4,7 @@
  * and v1 refusal / --migrate.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { contextSize } from "../src/context/size.js";
@@ -193,6 +193,7 @@ describe("run on the example session", () => {
     expect(readFileSync(file).equals(bytes)).toBe(true);
 
     const out = path.join(path.dirname(file), "out", "condensed.jsonl");
+    mkdirSync(path.dirname(out));
     const r = await runCli([file, "--output", out, "--quiet"], { CONDENSE_NOW: NOW });
     expect(r.code).toBe(0);
     expect(readFileSync(file).equals(bytes)).toBe(true);
@@ -520,5 +521,50 @@ describe("a session whose last message waits for tool results", () => {
     const forced = await runCli([file, "--force", "--json"], { CONDENSE_NOW: NOW });
     expect(forced.code).toBe(0);
     expect(JSON.parse(forced.stdout).sessions[0].entriesAppended).toBeGreaterThan(0);
+  });
+});
+
+describe("the recovery command a run's notes print", () => {
+  const FIXTURE = "custom-message-between-call-and-result.jsonl";
+  const removed = (file: string) =>
+    `${file}: read_1@1767225603000 (entry 82dfc00e) is removed by the orphan sweep: read_1 (its call was closed by a custom message "file-watcher" in between; pi-ai answers the call with "No result provided"); `;
+  const noteOf = (stdout: string, file: string) =>
+    stdout
+      .split("\n")
+      .find((l) => l.startsWith(removed(file)))
+      ?.slice(removed(file).length);
+
+  it("names --session for a session condense query would not find from here, and that command prints the output", async () => {
+    const file = tempCopy(FIXTURE);
+    const dry = await runCli([file, "--dry-run"], { CONDENSE_NOW: NOW, NO_COLOR: "1" });
+    expect(noteOf(dry.stdout, file)).toBe("would be indexed as t1");
+    const r = await runCli([file], { CONDENSE_NOW: NOW, NO_COLOR: "1" });
+    expect(noteOf(r.stdout, file)).toBe(`indexed as t1 — condense query t1 --session ${file}`);
+    const q = await runCli(["query", "t1", "--session", file]);
+    expect([q.code, q.stderr]).toEqual([0, ""]);
+  });
+
+  it("no --session where condense query finds the session by itself: $PI_SESSION_FILE, or Pi's folder for this directory", async () => {
+    const { dir, cleanup } = makeTempDir("run-notes");
+    temps.push(cleanup);
+    const agent = path.join(dir, "agent");
+    const project = path.join(dir, "project");
+    const piFolder = path.join(agent, "sessions", `--${project.slice(1).replace(/\//g, "-")}--`);
+    mkdirSync(piFolder, { recursive: true });
+    mkdirSync(project);
+    const inPi = copyInto(piFolder, path.join(FIXTURES, FIXTURE));
+    const elsewhere = tempCopy(FIXTURE);
+    const here = process.cwd();
+    process.chdir(project);
+    try {
+      const env = { CONDENSE_NOW: NOW, NO_COLOR: "1", PI_CODING_AGENT_DIR: agent };
+      expect(noteOf((await runCli([inPi], env)).stdout, inPi)).toBe("indexed as t1 — condense query t1");
+      expect((await runCli(["query", "t1"], env)).code).toBe(0);
+      expect(noteOf((await runCli([elsewhere, "--force"], { ...env, PI_SESSION_FILE: elsewhere })).stdout, elsewhere)).toBe(
+        "indexed as t1 — condense query t1",
+      );
+    } finally {
+      process.chdir(here);
+    }
   });
 });

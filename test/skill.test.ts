@@ -27,6 +27,7 @@ afterAll(() => tmp.cleanup());
 describe("condense install-skill", () => {
   it("installs into the agent dir's skills/ a skill Pi's loader accepts without diagnostics", async () => {
     const agent = path.join(tmp.dir, "agent");
+    mkdirSync(agent);
     const r = await runCli(["install-skill"], { PI_CODING_AGENT_DIR: agent });
     expect(r.code).toBe(0);
     const file = path.join(agent, "skills", SKILL_NAME, "SKILL.md");

@@ -7,7 +7,7 @@
  * session open (unless --force). An undo killed after its truncation is finished by the next one.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { undoPath } from "../src/session/journal.js";
@@ -202,5 +202,95 @@ describe("an undo killed after its truncation", () => {
       /^finished undoing condense run of .*: its [\d,]+ entries \(.*\) were already removed; its sidecar files and record are gone now\n$/,
     );
     expect(filesBelow(dir)).toEqual(["k.jsonl"]);
+  });
+});
+
+describe("undo after --migrate puts back the v1/v2 original byte for byte", () => {
+  const FIXTURES = path.join(__dirname, "..", "fixtures");
+  const V1 = path.join(SHARED_SESSIONS, "pimono-custom-tool-session.v1.jsonl");
+  const V2 = path.join(FIXTURES, "v2-hookmessage.jsonl");
+  const cases: [string, string[], string, number][] = [
+    ["run", ["run"], V1, 1],
+    ["compact", ["compact", "--keep-recent-tokens", "2000"], path.join(SHARED_SESSIONS, "pimono-large-session.v1.jsonl"), 1],
+    ["compact", ["compact", "--keep-recent-tokens", "0"], V2, 2],
+  ];
+  for (const [op, command, source, version] of cases) {
+    it(`${op} --migrate on a v${version} session, then undo`, async () => {
+      const dir = path.join(tmp.dir, `migrated-${op}-v${version}`);
+      mkdirSync(dir);
+      const file = path.join(dir, "s.jsonl");
+      copyFileSync(source, file);
+      const original = readFileSync(file);
+      const mode = statSync(file).mode;
+      const wrote = await runCli([...command, file, "--migrate", "--json"], env);
+      expect(wrote.code, wrote.stderr).toBe(0);
+      const result = JSON.parse(wrote.stdout).sessions[0];
+      const backup = `${file}.v${version}.bak`;
+      expect(result).toMatchObject({ migratedFrom: version, backup, written: file });
+      const entries = op === "run" ? result.entriesAppended : 1;
+      const rewritten = readFileSync(file);
+
+      const line = `put back the v${version} original from ${backup} (${original.length.toLocaleString("en-US")} bytes), in place of its v3 rewrite and ${entries} ${entries === 1 ? "entry" : "entries"}`;
+      const dry = await runCli(["undo", file, "--dry-run"], env);
+      // (The write's time is the wall clock's.)
+      expect([dry.code, dry.stdout.replace(/ of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC /, " of <time> ")]).toEqual([
+        0,
+        `would undo condense ${op} of <time> on ${file}: ${line}\n`,
+      ]);
+      expect(readFileSync(file).equals(rewritten)).toBe(true);
+
+      const undo = await runCli(["undo", file, "--json"], env);
+      expect(undo.code, undo.stderr).toBe(0);
+      expect(JSON.parse(undo.stdout)).toMatchObject({ op, restored: { backup, fromVersion: version, bytes: original.length }, sizeAfter: original.length });
+      expect(readFileSync(file).equals(original)).toBe(true);
+      expect(statSync(file).mode).toBe(mode);
+      // Nothing of the write is left: no backup, no sidecars, no record.
+      expect(filesBelow(dir)).toEqual(["s.jsonl"]);
+    });
+
+    it(`${op} --migrate on a v${version} session, an undo that stopped after putting the original back: the next one finishes`, async () => {
+      const dir = path.join(tmp.dir, `migrated-${op}-v${version}-stopped`);
+      mkdirSync(dir);
+      const file = path.join(dir, "s.jsonl");
+      copyFileSync(source, file);
+      const original = readFileSync(file);
+      expect((await runCli([...command, file, "--migrate", "-q"], env)).code).toBe(0);
+      // What restoreMigrated does before it drops the record (its sidecars, if any, stay: the next undo removes them).
+      renameSync(`${file}.v${version}.bak`, file);
+      const undo = await runCli(["undo", file], env);
+      expect(undo.code, undo.stderr).toBe(0);
+      expect(undo.stdout.replace(/ of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC /, " of <time> ")).toBe(
+        `finished undoing condense ${op} of <time> on ${file}: the v${version} original from ${file}.v${version}.bak (${original.length.toLocaleString("en-US")} bytes) was already back; its record is gone now\n`,
+      );
+      expect(readFileSync(file).equals(original)).toBe(true);
+      expect(filesBelow(dir)).toEqual(["s.jsonl"]);
+    });
+  }
+
+  it("a changed backup: the entries go, the file stays v3, and undo says why", async () => {
+    const dir = path.join(tmp.dir, "migrated-changed-backup");
+    mkdirSync(dir);
+    const file = path.join(dir, "s.jsonl");
+    copyFileSync(path.join(FIXTURES, "v1-with-compaction.jsonl"), file);
+    // run --migrate with nothing to append: the report says the file was rewritten, not "unchanged".
+    const migrated = await runCli(["run", file, "--migrate"], env);
+    expect(migrated.code).toBe(0);
+    expect(migrated.stdout).toContain("\nnothing was appended; the session file was rewritten as v3 (--migrate)\n");
+    // Migrated, nothing appended: no write recorded; undo names the backup and how to put it back.
+    const none = await runCli(["undo", file], env);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toBe(
+      `error: ${file}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(file)}); nothing was changed; ` +
+        `the original of a --migrate is in ${file}.v1.bak (\`mv ${file}.v1.bak ${file}\` puts it back)\n`,
+    );
+    renameSync(`${file}.v1.bak`, file);
+    const v3 = path.join(dir, "t.jsonl");
+    copyFileSync(path.join(FIXTURES, "v2-hookmessage.jsonl"), v3);
+    expect((await runCli(["compact", v3, "--migrate", "--keep-recent-tokens", "0", "-q"], env)).code).toBe(0);
+    writeFileSync(`${v3}.v2.bak`, "edited\n");
+    const undo = await runCli(["undo", v3], env);
+    expect(undo.code, undo.stderr).toBe(0);
+    expect(undo.stdout).toContain(`; the v2 original cannot be put back: its backup ${v3}.v2.bak was changed since; the file stays v3\n`);
+    expect(readFileSync(v3, "utf8").startsWith('{"type":"session","version":3')).toBe(true);
   });
 });

@@ -49,9 +49,10 @@ export interface TaskContext {
 }
 
 /**
- * Ctrl-C during a writing command: the first aborts `signal` (in-flight model calls stop, and a
- * session not yet written stays untouched: exit 130), a second one exits at once. Call
- * `release()` when the work is over.
+ * Ctrl-C during a command over sessions: the first aborts `signal` (no session is started any
+ * more, in-flight model calls stop, and a session not yet written stays untouched: exit 130, and
+ * the command ends with {@link interruptedMessage}), a second one exits at once. Call `release()`
+ * when the work is over.
  */
 export function interruptOnSigint(): { signal: AbortSignal; release(): void } {
   const interrupt = new AbortController();
@@ -98,17 +99,24 @@ export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): {
 }
 
 /**
- * The one line an interrupted batch ends with: `interrupted: 3 of 9 sessions done, 1 failed,
- * 5 untouched (nothing was written to them); run the same command again to continue`.
- * @param counts `done` = sessions that finished (written or with nothing to do)
+ * What a command interrupted by Ctrl-C was doing to its sessions: writing them (`run`, `compact`),
+ * a dry run of that, or reading them (`metrics`, `report`).
  */
-export function interruptedLine(counts: { done: number; failed: number; untouched: number }): string {
+export type InterruptedWork = "write" | "dry-run" | "read";
+
+/**
+ * The one line an interrupted batch ends with, the same for every command:
+ * `interrupted: 3 of 9 sessions done, 1 failed, 5 untouched (nothing was written to them); run
+ * the same command again to continue` when writing; `…, 5 not done; a dry run writes nothing`;
+ * `…, 5 not done (left out above)` when reading.
+ * @param counts `done` = sessions that finished (written, with nothing to do, or read)
+ */
+export function interruptedLine(counts: { done: number; failed: number; untouched: number }, work: InterruptedWork = "write"): string {
   const total = counts.done + counts.failed + counts.untouched;
   const failed = counts.failed > 0 ? `, ${counts.failed} failed` : "";
-  return (
-    `interrupted: ${counts.done} of ${total} sessions done${failed}, ${counts.untouched} untouched (nothing was written to them); ` +
-    "run the same command again to continue"
-  );
+  const head = `interrupted: ${counts.done} of ${total} sessions done${failed}`;
+  if (work === "write") return `${head}, ${counts.untouched} untouched (nothing was written to them); run the same command again to continue`;
+  return `${head}, ${counts.untouched} not done${work === "dry-run" ? "; a dry run writes nothing" : " (left out above)"}`;
 }
 
 /** What `--json` says about an interrupted batch: counts, and the files nothing was written to. */
@@ -124,12 +132,16 @@ export function interruptedJson(split: { results: unknown[]; failures: unknown[]
 }
 
 /**
- * The line that ends an interrupted batch: for a single session `<file>: interrupted; nothing
- * was written`, for several {@link interruptedLine}.
+ * The line that ends an interrupted batch: for a single session cut short `<file>: interrupted;
+ * nothing was written` (reading: `<file>: interrupted`), else {@link interruptedLine}.
  */
-export function interruptedMessage(split: { results: unknown[]; failures: unknown[]; untouched: string[] }, total: number): string {
-  if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted; nothing was written`;
-  return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length });
+export function interruptedMessage(
+  split: { results: unknown[]; failures: unknown[]; untouched: string[] },
+  total: number,
+  work: InterruptedWork = "write",
+): string {
+  if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted${work === "read" ? "" : "; nothing was written"}`;
+  return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length }, work);
 }
 
 /**

@@ -3,7 +3,9 @@
  * the terminal, compact below 100 columns — then totals, the wall time, what grew on disk, model
  * usage, the batches that stay raw, and a closing count of failed sessions.
  */
+import { recoveryCommand } from "../context/vocabulary.js";
 import type { RunFileResult } from "../pipeline/run.js";
+import { recoveryFromHere } from "../pipeline/target.js";
 import { type Output, sessionLabels, wrapWords } from "./output.js";
 import { formatBytes, n, percentChange, shortCount } from "./format.js";
 import type { Column } from "./table.js";
@@ -127,13 +129,30 @@ function runTable(results: RunFileResult[], out: Output): { text: string; layout
   ]);
 }
 
-/** What grew on disk, one line: the session files and the sidecar folders. */
-function diskLine(results: RunFileResult[]): string {
+/** A dry run that would append entries. */
+const wouldWrite = (r: Pick<RunFileResult, "dryRun" | "entriesAppended">) => r.dryRun && r.entriesAppended > 0;
+
+/**
+ * What grew on disk, one line: the session files (or, with `--output`, the output against its
+ * input, which is untouched) and the sidecar folders; for a run that wrote nothing, that nothing
+ * was written.
+ * @param output the `--output` file, when given
+ */
+function diskLine(results: RunFileResult[], output?: string): string {
   const t = totals(results);
-  const verb = t.dryRun ? "would grow" : "grew";
-  const files = results.length === 1 ? "the session file" : "session files";
+  const one = results.length === 1;
+  if (!t.written && !results.some(wouldWrite)) {
+    // --migrate rewrote a file in place (its original is in the backup) and nothing was appended.
+    const migrated = results.filter((r) => r.backup).length;
+    if (migrated > 0) return `nothing was appended; ${one ? "the session file was" : `${migrated} session files were`} rewritten as v3 (--migrate)`;
+    return `nothing ${t.dryRun ? "would be" : "was"} written: the session file${one ? " is" : "s are"} unchanged`;
+  }
   const pct = t.disk.fileBytes > 0 ? ` (+${((100 * t.disk.appendBytes) / t.disk.fileBytes).toFixed(1)}%)` : "";
-  let line = `${files} ${verb} by ${formatBytes(t.disk.appendBytes)}${pct}`;
+  const growth = `${formatBytes(t.disk.appendBytes)}${pct}`;
+  let line =
+    output !== undefined
+      ? `${output} ${t.dryRun ? "would hold" : "holds"} the session's bytes + ${growth}; the session file is untouched`
+      : `${one ? "the session file" : "session files"} ${t.dryRun ? "would grow" : "grew"} by ${growth}`;
   if (t.disk.sidecarFiles > 0) {
     const dirs = results.flatMap((r) => r.disk.sidecarDirs);
     const where = dirs.length === 1 ? ` in ${dirs[0]}` : ` in ${dirs.length} folders`;
@@ -143,24 +162,34 @@ function diskLine(results: RunFileResult[]): string {
 }
 
 /**
- * Whom each session was written for and why, and the context edits written for stock Pi:
- * `… written for stock Pi (target pi: <reason>) · 48 context edits (30 stubs, 2 assistant, 1 chain blocks, 15 omitted)`.
+ * Whom each session was written for and why — or would be (a dry run), or had nothing to write —
+ * and the context edits for stock Pi:
+ * `… written for stock Pi (target pi: <reason>) · 48 context edits (30 stubs, 2 assistant, 1 chain blocks, 15 omitted)`;
+ * over several sessions for one target, one line with how many were written.
  */
 function targetLines(results: RunFileResult[], out: Output): string[] {
-  const why = (r: RunFileResult) =>
-    `${r.target.used === "pi" ? "written for stock Pi" : "written for the pi-condense extension"} (target ${r.target.used}: ${r.target.reason})`;
+  const whom = (r: RunFileResult) => `for ${r.target.used === "pi" ? "stock Pi" : "the pi-condense extension"} (target ${r.target.used}: ${r.target.reason})`;
+  const state = (r: RunFileResult) =>
+    r.written ? (r.written === r.session ? "written" : `written to ${r.written}`) : wouldWrite(r) ? "would be written" : "nothing to write";
   const edits = (r: RunFileResult) => {
     const e = r.contextEdits;
-    if (!e) return "";
+    if (!e || (!r.written && !wouldWrite(r))) return "";
     const kept = e.keptForeign > 0 ? `; ${e.keptForeign} left as edited by someone else` : "";
     const cannot = e.unrepresentable > 0 ? `; ${e.unrepresentable} changes no context edit can make` : "";
     return ` · ${e.written} context edits (${e.stubs} stubs, ${e.assistants} assistant, ${e.carriers} chain blocks, ${e.omitted} omitted)${kept}${cannot}`;
   };
-  const reasons = new Set(results.map(why));
+  const reasons = new Set(results.map(whom));
+  const count = (s: string, label: string) => {
+    const k = results.filter((r) => state(r) === s).length;
+    return k > 0 ? [`${k} ${label}`] : [];
+  };
+  const states = [...count("written", "written"), ...count("would be written", "would be written"), ...count("nothing to write", "with nothing to write")].join(
+    ", ",
+  );
   const lines =
     reasons.size === 1 && results.length > 1
-      ? [`all sessions ${[...reasons][0]}`, ...results.filter((r) => r.contextEdits?.written).map((r) => `${r.session}${edits(r)}`)]
-      : results.map((r) => `${r.session}: ${why(r)}${edits(r)}`);
+      ? [`all sessions ${[...reasons][0]}: ${states}`, ...results.filter((r) => r.contextEdits?.written).map((r) => `${r.session}${edits(r)}`)]
+      : results.map((r) => `${r.session}: ${state(r)} ${whom(r)}${edits(r)}`);
   return lines.map((l) => out.c.dim(wrapWords(l, out.width)));
 }
 
@@ -175,7 +204,9 @@ function keptLines(r: RunFileResult, out: Output): string[] {
   const lines: string[] = [];
   if (r.withheld) lines.push(out.c.yellow(`${r.session}: ${r.withheld.reason}`));
   for (const rec of r.recovered.slice(0, LISTED_RECOVERIES)) {
-    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; indexed as ${rec.ref} — condense query ${rec.ref}`);
+    // The command as the stubs name it, with --session unless `condense query` here finds the file by itself.
+    const indexed = r.written ? `indexed as ${rec.ref} — ${recoveryCommand(rec.ref, recoveryFromHere(r.written))}` : `would be indexed as ${rec.ref}`;
+    lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; ${indexed}`);
   }
   if (r.recovered.length > LISTED_RECOVERIES)
     lines.push(`${r.session}: and ${r.recovered.length - LISTED_RECOVERIES} more removed results indexed (--json lists them)`);
@@ -210,8 +241,9 @@ export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usa
 /**
  * The whole human report (stdout).
  * @param wallMs wall time of the whole command (not the sum of the sessions' times)
+ * @param output the `--output` file, when given
  */
-export function formatRunReport(results: RunFileResult[], out: Output, wallMs: number): string {
+export function formatRunReport(results: RunFileResult[], out: Output, wallMs: number, output?: string): string {
   const width = out.width;
   const table = runTable(results, out);
   const dry = results.some((r) => r.dryRun) ? " ((N): a dry run would add N)" : "";
@@ -223,7 +255,7 @@ export function formatRunReport(results: RunFileResult[], out: Output, wallMs: n
   const lines = [
     table.text,
     out.c.dim(wrapWords(`${legend} · ${(wallMs / 1000).toFixed(2)} s`, width)),
-    out.c.dim(wrapWords(diskLine(results), width)),
+    out.c.dim(wrapWords(diskLine(results, output), width)),
     ...targetLines(results, out),
   ];
   for (const r of results) {

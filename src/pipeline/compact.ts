@@ -140,7 +140,7 @@ export async function compactSession(file: string, options: CompactSessionOption
   if (plan.entry && !options.dryRun) await refuseIfOpenNow(session, options);
   const write =
     plan.entry && !options.dryRun
-      ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }, { op: "compact" })
+      ? await commitRun(session, { entries: [plan.entry], sidecars: [] }, { output: options.output, base }, { op: "compact", migration })
       : null;
   return compactReport(session, plan, {
     ...planned.facts,

@@ -54,7 +54,7 @@ export function pendingRecoveries(view: SessionView): number {
 
 /** Render and occurrence-collision diagnostics not yet recorded. */
 function pendingDiagnostics(view: SessionView): number {
-  const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer).map((d) => ({ ...d, dedupKey: d.detail }));
+  const collisions = collisionDiagnostics(contextOccurrences(view.sourceContext.items), view.indexer).map((d) => ({ ...d, dedupKey: d.detail }));
   return unrecordedDiagnostics(view.branch, [...view.rendered.diagnostics, ...collisions]).length;
 }
 

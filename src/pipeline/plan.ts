@@ -93,7 +93,8 @@ export async function planRun(view: SessionView, options: PlanOptions): Promise<
     ? { openCycleThinkingTokens: 0, largestChainSharePct: 0, frontierGapTokens: 0 }
     : computeContextMetrics(view.branchMessages, view.indexer.frontier, view.indexer, view.isProtected);
   const before = view.rendered;
-  const collisions = collisionDiagnostics(contextOccurrences(view.items), view.indexer);
+  // On the context as the user has it: a result condense's own edit omits still shares its key.
+  const collisions = collisionDiagnostics(contextOccurrences(view.sourceContext.items), view.indexer);
   const capture = view.capture;
   const flushed = await flushBatches(capture.batches, view.indexer, {
     config: view.config,

@@ -139,7 +139,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   path = session.path;
   const label = sessionLabel(session);
   const targetPath = options.output ?? session.path;
-  const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd);
+  const { target, recovery } = runFor(options.target, targetPath, session.header?.cwd, session.path);
   const view = sessionView(session, options.config);
   // Entries of an earlier run that a later Pi write left off the branch: said, and applied again.
   const stranded = strandedWrites(session, view.indexer);
@@ -184,7 +184,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   if (estimator) return { ...done(plan.report, null, 0, plan), dryRun: true, estimate: estimator.estimate };
   if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0, plan);
   await refuseIfOpenNow(session, options);
-  const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base });
+  const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base }, { migration });
   return done(plan.report, written, bytesAppended, plan);
 }
 

@@ -25,7 +25,7 @@ import { planSessionCompaction } from "./compact.js";
 import { compactReport } from "./compact-report.js";
 import { idleReport } from "./pending.js";
 import { planRun } from "./plan.js";
-import { type RunFor, runFor } from "./target.js";
+import { recoveryFromHere, type RunFor, runFor } from "./target.js";
 import { sentMessages } from "./render.js";
 import type { RunReport } from "./report.js";
 import { sessionView, type SessionView } from "./view.js";
@@ -107,7 +107,7 @@ export async function reportSession(session: Session, config: PruneConfig, optio
   const indexAfter = run.index ?? view.indexer;
   const largest: ReportedOutput[] = largestOutputs(view.items, options.top, where).map((o) => {
     const ref = indexAfter.shortRefFor(o.key) ?? null;
-    return { ...o, refNow: view.indexer.shortRefFor(o.key) ?? null, ref, query: ref ? recoveryCommand(ref, { session: session.path }) : null };
+    return { ...o, refNow: view.indexer.shortRefFor(o.key) ?? null, ref, query: ref ? recoveryCommand(ref, recoveryFromHere(session.path)) : null };
   });
   const compact = await plannedCompaction(session, options);
   const label = sessionLabel(session);

@@ -8,7 +8,7 @@
 import { resolve } from "node:path";
 import { piCondenseStatus } from "../config/pi-settings.js";
 import type { RecoveryOptions } from "../context/vocabulary.js";
-import { continueFolderHolds } from "../session/locate.js";
+import { continueFolderHolds, realOrResolved } from "../session/locate.js";
 
 export type RunTarget = "extension" | "pi";
 export type TargetChoice = RunTarget | "auto";
@@ -45,13 +45,27 @@ export interface RunFor {
 /**
  * Decide the target for a session and how stock-Pi stubs name it: `condense query <ref>` alone
  * when it finds the file from the session's cwd (the folder `pi --continue` searches), else with
- * `--session <absolute path>`.
+ * `--session <absolute path>`. Inside Pi 1.6 the command needs neither (Pi's bash tool names the
+ * current session in `$PI_SESSION_FILE`), so the path is only a fallback, and one that breaks when
+ * the file moves: an `--output` file, which is usually checked and then moved over its input, is
+ * named only when neither it nor the input is in that folder.
  * @param sessionPath where the entries go (the session, or `--output`)
  * @param cwd the session's header `cwd`
+ * @param inputPath the session read, when the entries go to `--output`
  */
-export function runFor(choice: TargetChoice, sessionPath: string, cwd: string | undefined): RunFor {
-  return {
-    target: decideTarget(choice, cwd),
-    recovery: continueFolderHolds(sessionPath, cwd) ? {} : { session: resolve(sessionPath) },
-  };
+export function runFor(choice: TargetChoice, sessionPath: string, cwd: string | undefined, inputPath: string = sessionPath): RunFor {
+  const found = continueFolderHolds(sessionPath, cwd) || continueFolderHolds(inputPath, cwd);
+  return { target: decideTarget(choice, cwd), recovery: found ? {} : { session: resolve(sessionPath) } };
+}
+
+/**
+ * How a recovery command printed for the user now (a run's notes, a report's outputs) names the
+ * session — the stubs' command (context/vocabulary.ts `recoveryCommand`), with `--session <absolute
+ * path>` unless `condense query` run here finds the session by itself: `$PI_SESSION_FILE` names
+ * it, or, with that unset, it is in the folder `pi --continue` searches for the current folder.
+ */
+export function recoveryFromHere(sessionPath: string, env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): RecoveryOptions {
+  const current = env.PI_SESSION_FILE;
+  const found = current ? realOrResolved(resolve(cwd, current)) === realOrResolved(sessionPath) : continueFolderHolds(sessionPath, cwd, env);
+  return found ? {} : { session: resolve(sessionPath) };
 }

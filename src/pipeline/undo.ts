@@ -5,14 +5,18 @@
  * refuses and says why: no write recorded, the file rewritten or replaced, condense's bytes
  * changed, entries appended after them (by Pi, typically), or Pi (or another process) having the
  * session open now. The records are issue 15's undo records (session/journal.ts); the bytes are
- * handled in session/undo.ts; this module decides.
+ * handled in session/undo.ts; this module decides. A sidecar the write created stays when another
+ * session file names it (a `run --output` copy beside the session, a fork: session/sidecar-refs.ts).
  */
+import { existsSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
+import { shellWord } from "../context/vocabulary.js";
 import { withSessionLock } from "../session/lock.js";
 import { peekHeader } from "../session/locate.js";
+import { sidecarsNamedElsewhere } from "../session/sidecar-refs.js";
 import { checkSessionOpen } from "../session/pi-running.js";
 import { settleJournal } from "../session/recover.js";
-import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, removeWrite } from "../session/undo.js";
+import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, migrationBackupProblem, removeWrite, restoreMigrated } from "../session/undo.js";
 import { undoPath, type UndoRecord } from "../session/journal.js";
 import { CondenseError, UsageError } from "../util/errors.js";
 
@@ -39,10 +43,19 @@ export interface UndoResult {
   sizeAfter: number;
   /** Sidecar files the write had created (removed when their bytes were still the ones written). */
   sidecars: string[];
+  /** Sidecar files the write had created that another session file names, left in place. */
+  keptSidecars: { path: string; namedBy: string }[];
   /** True when the bytes were already gone (an undo interrupted before) and this undo finished it. */
   finished: boolean;
   /** Earlier recorded writes, which further `undo` calls remove one by one. */
   earlier: number;
+  /**
+   * The write followed a `--migrate`: the original (v1/v2) bytes put back from the backup (which
+   * takes the v3 rewrite and the entries with it), or null.
+   */
+  restored: { backup: string; fromVersion: number; bytes: number } | null;
+  /** Why a migrated session's original could not be put back (the entries are removed, the file stays v3). */
+  restoreProblem?: string;
 }
 
 /** `2026-03-01 12:00:00 UTC` */
@@ -69,8 +82,12 @@ export function undoRefusal(path: string, last: LastWrite): string | null {
     case "intact":
     case "already-undone":
       return null;
-    case "none":
-      return `${path}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(path)}); ${nothing}`;
+    case "none": {
+      // A --migrate that appended nothing records no write; its backup still holds the original.
+      const backup = [1, 2].map((v) => `${path}.v${v}.bak`).find((b) => existsSync(b));
+      const hint = backup ? `; the original of a --migrate is in ${backup} (\`mv ${shellWord(backup)} ${shellWord(path)}\` puts it back)` : "";
+      return `${path}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(path)}); ${nothing}${hint}`;
+    }
     case "replaced":
     case "changed":
       return `${path}: cannot undo ${writeName(last.record)}: ${last.why}; ${nothing}`;
@@ -102,6 +119,9 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
       if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
       if (!options.force && last.state === "intact") await refuseWhileOpen(path);
       const { record } = last;
+      const created = record.sidecars.filter((s) => s.created).map((s) => s.path);
+      const header = await peekHeader(path).catch(() => null);
+      const namedBy = typeof header?.id === "string" ? await sidecarsNamedElsewhere(path, header.id, created) : new Map<string, string>();
       const result: UndoResult = {
         session: path,
         dryRun: options.dryRun,
@@ -113,13 +133,29 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
         bytes: record.length,
         sizeBefore: last.state === "intact" ? last.size : record.preSize,
         sizeAfter: record.preSize,
-        sidecars: record.sidecars.filter((s) => s.created).map((s) => s.path),
+        sidecars: created.filter((p) => !namedBy.has(p)),
+        keptSidecars: [...namedBy].map(([p, by]) => ({ path: p, namedBy: by })),
         finished: last.state === "already-undone",
         earlier: earlierWrites(path, record),
+        restored: null,
       };
+      // After `--migrate`: the original bytes back from the backup, when it still holds them.
+      const migration = last.state === "intact" ? record.migration : undefined;
+      const problem = migration ? migrationBackupProblem(migration) : null;
+      if (migration && problem) result.restoreProblem = `the v${migration.fromVersion} original cannot be put back: ${problem}; the file stays v3`;
+      // An undo that put the original back and stopped before dropping the record: finished here.
+      const restore = migration && !problem ? migration : last.state === "already-undone" && last.restored ? record.migration : undefined;
+      if (restore) {
+        result.restored = { backup: restore.backup, fromVersion: restore.fromVersion, bytes: restore.bytes };
+        result.sizeAfter = restore.bytes;
+        if (result.finished) result.sizeBefore = restore.bytes;
+      }
       if (options.dryRun) return result;
       lock.assertHeld();
-      removeWrite(path, record, result.sizeBefore);
+      const keep = new Set(namedBy.keys());
+      if (restore && !result.finished) restoreMigrated(path, record, restore, result.sizeBefore, keep);
+      // Finishing: nothing to truncate (the file is its size before, or the original is back).
+      else removeWrite(path, record, result.finished ? record.preSize : result.sizeBefore, keep);
       return result;
     },
     "undo",

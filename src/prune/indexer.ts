@@ -198,15 +198,22 @@ export class ToolCallIndexer {
    * Every occurrence that shares a raw tool-call id — indexed records and dedup aliases, each
    * labelled with its own occurrence key — oldest first, as the extension orders them
    * (`getRecordsForId`): by result timestamp (a dedup alias's own), else the batch time.
+   * @param stored also the records stored under `toolCallId#n` (recovery records whose own key was
+   *   unsafe: prune/recovery.ts), as `condense query` promises for a raw id; without it the id is
+   *   taken as given, as the extension's `context_tree_query` takes it
    */
-  getRecordsForId(toolCallId: string): { key: string; record: ToolCallRecord; aliasOf?: string }[] {
+  getRecordsForId(toolCallId: string, stored = false): { key: string; record: ToolCallRecord; aliasOf?: string }[] {
+    const ids = new Set([toolCallId]);
+    if (stored) for (const id of this.bareIdToKeys.keys()) if (isStoredIdOf(id, toolCallId)) ids.add(id);
     const out: { key: string; record: ToolCallRecord; aliasOf?: string }[] = [];
-    for (const key of this.bareIdToKeys.get(toolCallId) ?? []) {
-      const record = this.records.get(key);
-      if (record) out.push({ key, record });
+    for (const id of ids) {
+      for (const key of this.bareIdToKeys.get(id) ?? []) {
+        const record = this.records.get(key);
+        if (record) out.push({ key, record });
+      }
     }
     for (const [newKey, originalKey] of this.dedupAliasToOriginal) {
-      if (parseOccurrenceKey(newKey).toolCallId !== toolCallId) continue;
+      if (!ids.has(parseOccurrenceKey(newKey).toolCallId)) continue;
       const record = this.records.get(originalKey);
       if (record) out.push({ key: newKey, record, aliasOf: originalKey });
     }
@@ -214,4 +221,9 @@ export class ToolCallIndexer {
       (e.aliasOf ? parseOccurrenceKey(e.key).resultTimestamp : e.record.resultTimestamp) ?? e.record.timestamp;
     return out.sort((a, b) => at(a) - at(b));
   }
+}
+
+/** True when `id` is `toolCallId#n` (n digits): the id a recovery record of `toolCallId` is stored under. */
+function isStoredIdOf(id: string, toolCallId: string): boolean {
+  return id.length > toolCallId.length + 1 && id.startsWith(`${toolCallId}#`) && /^\d+$/.test(id.slice(toolCallId.length + 1));
 }

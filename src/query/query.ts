@@ -7,13 +7,17 @@
  * - An occurrence key `id@timestamp` (or a dedup alias's key) resolves to that one occurrence.
  * - A raw tool-call id returns every occurrence that shares it, indexed records and dedup aliases
  *   alike, oldest first, each labelled `id@timestamp` (a legacy record without a result timestamp
- *   keeps the bare id and is flagged as legacy).
+ *   keeps the bare id and is flagged as legacy). Records stored under `id#n` (a removed result
+ *   whose own key was unsafe: prune/recovery.ts) count as occurrences of `id`, labelled with the
+ *   key they are stored under; an `id@timestamp` no record has finds those stored as
+ *   `id#n@timestamp`.
  */
 import { basename, join } from "node:path";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import { parseOccurrenceKey } from "../context/vocabulary.js";
 import type { ToolCallRecord } from "../entries/types.js";
 import { blobsFolder } from "../prune/spill.js";
+import type { ForkParent } from "../session/fork.js";
 import { SidecarRefused } from "../session/sidecars.js";
 import { truncateHead, truncationNotice, type HeadTruncation } from "./truncate.js";
 
@@ -73,10 +77,15 @@ export function lookupRef(indexer: ToolCallIndexer, asked: string): QueryLookup 
     const key = indexer.shortRefToKey.get(ref);
     if (key) return single(key, ref);
   }
-  if (parseOccurrenceKey(ref).resultTimestamp !== undefined && (indexer.records.has(ref) || indexer.dedupAliasToOriginal.has(ref))) {
+  const asKey = parseOccurrenceKey(ref);
+  if (asKey.resultTimestamp !== undefined && (indexer.records.has(ref) || indexer.dedupAliasToOriginal.has(ref))) {
     return single(ref, ref);
   }
-  const all = indexer.getRecordsForId(ref);
+  // A raw id: every occurrence; an `id@timestamp` no record has: the ones stored as `id#n@timestamp`.
+  const all =
+    asKey.resultTimestamp === undefined
+      ? indexer.getRecordsForId(ref, true)
+      : indexer.getRecordsForId(asKey.toolCallId, true).filter((e) => parseOccurrenceKey(e.key).resultTimestamp === asKey.resultTimestamp);
   if (all.length > 0) {
     return {
       hits: all.map(({ key, record, aliasOf }) => {
@@ -121,11 +130,18 @@ export interface QueryBody {
 /**
  * Where a spilled record's sidecar may be read: only the file name of its `spillPath`, inside the
  * session's own blobs folder next to the session's real path (a session moved with its folder
- * keeps working; a path elsewhere never leads outside it). The reader (session/sidecars.ts
- * `readSidecar`) checks the rest: a sidecar name, a regular file, no link, a size limit.
+ * keeps working; a path elsewhere never leads outside it), then — for a fork made by Pi's `/fork`,
+ * whose copied records name its parent's sidecars — inside the parent session's blobs folder
+ * (session/fork.ts). The reader (session/sidecars.ts `readSidecar`) checks the rest: a sidecar
+ * name, a regular file, no link, a size limit.
  */
-export function sidecarCandidates(spillPath: string, sessionPath: string, sessionId: string): string[] {
-  return [join(blobsFolder(sessionPath, sessionId), basename(spillPath))];
+export function sidecarFolders(sessionPath: string, sessionId: string, parent: ForkParent | null = null): string[] {
+  return [blobsFolder(sessionPath, sessionId), ...(parent ? [blobsFolder(parent.path, parent.id)] : [])];
+}
+
+/** The sidecar paths a spilled record may be read from: its file name in each of {@link sidecarFolders}, in order. */
+export function sidecarCandidates(spillPath: string, folders: string[]): string[] {
+  return folders.map((folder) => join(folder, basename(spillPath)));
 }
 
 /**

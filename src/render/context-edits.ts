@@ -10,7 +10,10 @@
  *
  * The render runs on the projection with the edits already written, and every phase is idempotent
  * on its own output, so planning again plans nothing, and a later run only takes pruning further
- * (raw → stub → omitted; content → more pruned content): an edit is never contradicted. Rules:
+ * (raw → stub → omitted; content → more pruned content): an edit is never contradicted. For that,
+ * error purge is keyed per occurrence here (a failure purges the call it answers), not by the bare
+ * id as the extension keys it: a later failure with the same id that the orphan sweep removes
+ * would otherwise hide an earlier one until the removal is written. Rules:
  * - only targets Pi's `appendContextEdit` accepts (`isEditableTarget`); anything else the render
  *   changes is reported as `unrepresentable` and left;
  * - a target whose latest edit is not condense's while an earlier one is (a user undid condense's
@@ -29,7 +32,7 @@ import type { PruneContext } from "./types.js";
 /** What an edit does: a result's stub, an assistant's purged arguments or stripped thinking, a chain block carried by its first user message, a message omitted. */
 export type ContextEditKind = "stub" | "assistant" | "carrier" | "omit";
 
-/** One planned `context_edit`, in branch order of its target. */
+/** One planned `context_edit` (the plan lists them in write order: {@link writeOrder}). */
 export interface PlannedContextEdit {
   targetId: string;
   replacement: { content: string | unknown[] } | null;
@@ -56,9 +59,10 @@ const asBlocks = (content: unknown): unknown[] => (typeof content === "string" ?
  * @throws CondenseError (exit 1) when an inserted block does not follow a user message (a bug)
  */
 function desiredStates(visible: ContextItem[], ctx: PruneContext): Desired[] {
+  // Error purge per occurrence (render/error-purge.ts): the extension's bare-id rule is no fixed point.
   const pruned = pruneMessages(
     visible.map((i) => i.message),
-    ctx,
+    { ...ctx, errorPurge: "occurrence" },
   );
   const out: (AgentMessage | null)[] = visible.map(() => null);
   const carried = new Map<number, unknown[]>();
@@ -191,8 +195,23 @@ export function planContextEdits(branch: SessionEntry[], ctx: PruneContext, ownE
     }
   }
   assertLatestThinkingKept(visible, wanted);
-  plan.edits = [...wanted.entries()].sort((a, b) => a[0] - b[0]).map(([, edit]) => edit);
+  plan.edits = writeOrder(visible, wanted);
   return plan;
+}
+
+/**
+ * The order the edits are appended in, so that every prefix of the append — what a Pi that reads
+ * the file during a torn or killed write sends — is valid for providers: first every `{content}`
+ * edit (stubs, purged arguments, stripped thinking, chain blocks carried by their first user
+ * message: none removes a tool call or a message), then the `null` edits of other messages (tool
+ * results, summaries, messages between a call and its result), then those of assistant messages.
+ * A prefix may then hold a call whose result is left out, which pi-ai answers with "No result
+ * provided", but never a result whose call is left out, which providers reject. Within each group,
+ * branch order.
+ */
+function writeOrder(visible: ContextItem[], wanted: Map<number, PlannedContextEdit>): PlannedContextEdit[] {
+  const group = ([i, edit]: [number, PlannedContextEdit]) => (edit.replacement !== null ? 0 : visible[i].message.role === "assistant" ? 2 : 1);
+  return [...wanted.entries()].sort((a, b) => group(a) - group(b) || a[0] - b[0]).map(([, edit]) => edit);
 }
 
 /** The latest assistant message keeps its thinking blocks exactly (providers check their signatures). */

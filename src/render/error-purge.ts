@@ -17,6 +17,7 @@
  * No call/result pairing is involved (the extension pairs nothing here).
  * Sizes are `JSON.stringify(arguments).length` (UTF-16 chars).
  */
+import { callsInOrder } from "../prune/occurrences.js";
 import type { AgentMessage, AssistantMessage, ToolCall } from "../session/types.js";
 
 export interface ErrorPurgeOptions {
@@ -74,6 +75,50 @@ export function purgeErroredArgs(messages: AgentMessage[], options: ErrorPurgeOp
       if (size < options.minArgChars) return;
       content ??= m.content.slice();
       content[b] = { ...block, arguments: purgedArguments(size) } as ToolCall;
+    });
+    if (!content) return;
+    out ??= messages.slice();
+    out[index] = { ...m, content };
+  });
+  return out ?? messages;
+}
+
+/**
+ * Error purge per occurrence, for stock Pi's context edits (native mode, docs/design.md §11): the
+ * extension's cooldown and size rules and its turn count, but a failed result purges only the call
+ * it answers — paired in order inside its turn (`prune/occurrences.ts` `callsInOrder`), across a
+ * message between them too — never another call that reuses its id; arguments already purged stay
+ * as they are. Keyed by the bare id, the latest failure hides an earlier one; when the orphan sweep
+ * then removes the later one, the next run sees the earlier one and purges: not a fixed point.
+ * Per occurrence, a run on the projection with its own edits applied sees a subset of the failures,
+ * each answering the same call and no older (removing messages only lowers a turn count), so it
+ * purges nothing new.
+ * @param messages the stub-replace phase's output
+ * @returns the same array when nothing was purged; otherwise a copy with new assistant messages
+ */
+export function purgeErroredArgsByOccurrence(messages: AgentMessage[], options: ErrorPurgeOptions): AgentMessage[] {
+  if (!options.enabled) return messages;
+  const paired = callsInOrder(messages);
+  const failedAtTurn = new Map<ToolCall, number>();
+  let turn = 0;
+  messages.forEach((m, index) => {
+    if (m.role === "assistant") turn++;
+    const call = paired.get(index);
+    if (m.role === "toolResult" && m.isError === true && call) failedAtTurn.set(call, turn);
+  });
+  if (failedAtTurn.size === 0) return messages;
+  let out: AgentMessage[] | null = null;
+  messages.forEach((m, index) => {
+    if (m.role !== "assistant" || !Array.isArray(m.content)) return;
+    let content: AssistantMessage["content"] | null = null;
+    m.content.forEach((block, b) => {
+      const errorTurn = failedAtTurn.get(block as ToolCall);
+      if (errorTurn === undefined || turn - errorTurn < options.cooldownTurns) return;
+      const call = block as ToolCall;
+      const size = argChars(call.arguments);
+      if (size < options.minArgChars || isPurgedArguments(call.arguments)) return;
+      content ??= m.content.slice();
+      content[b] = { ...call, arguments: purgedArguments(size) };
     });
     if (!content) return;
     out ??= messages.slice();

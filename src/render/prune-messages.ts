@@ -6,15 +6,15 @@
 import type { AgentMessage } from "../session/types.js";
 import { chainRangePrune } from "./chain-range-prune.js";
 import { dedupDiagnostics } from "./diagnostics.js";
-import { purgeErroredArgs } from "./error-purge.js";
+import { purgeErroredArgs, purgeErroredArgsByOccurrence } from "./error-purge.js";
 import { orphanSweepDiagnostic, sweepOrphanToolResults } from "./orphan-sweep.js";
 import { stubReplace } from "./stub-replace.js";
 import type { PhaseResult, PruneContext, PruneResult, RenderDiagnostic } from "./types.js";
 
 /**
- * Run the phases in order: stub-replace → error purge → chain-range prune → orphan sweep. Each
- * phase returns its input array when it changes nothing, so a render that changes nothing returns
- * `messages` itself.
+ * Run the phases in order: stub-replace → error purge (keyed as `ctx.errorPurge` says) →
+ * chain-range prune → orphan sweep. Each phase returns its input array when it changes nothing, so
+ * a render that changes nothing returns `messages` itself.
  * @param messages Pi's projection of the branch (AgentMessages, before `convertToLlm`)
  */
 export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): PruneResult {
@@ -27,7 +27,7 @@ export function pruneMessages(messages: AgentMessage[], ctx: PruneContext): Prun
   phases.push({ phase: "stub-replace", messages: current });
 
   // Phase 2: error purge (in place too).
-  current = purgeErroredArgs(current, ctx.config.purgeErrors);
+  current = (ctx.errorPurge === "occurrence" ? purgeErroredArgsByOccurrence : purgeErroredArgs)(current, ctx.config.purgeErrors);
   phases.push({ phase: "error-purge", messages: current });
 
   // Phase 3: chain-range prune.

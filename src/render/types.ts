@@ -17,6 +17,12 @@ export interface PruneContext {
   /** Whose stub and chain-block texts (default the extension's: what it sends). */
   wording?: StubWording;
   /**
+   * What a failed result's error purge takes: the arguments of every call with its bare id (`id`,
+   * the extension's rule and the default), or of the call it answers (`occurrence`, for stock Pi's
+   * context edits: render/error-purge.ts `purgeErroredArgsByOccurrence`).
+   */
+  errorPurge?: "id" | "occurrence";
+  /**
    * Timestamps of the user and assistant messages Pi's latest compaction left out of the context
    * (`context/projection.ts` `compactedMessageTimestamps`): a chain range starting or ending there
    * is behind the compaction, not a fault — nothing of it is left to prune, and no diagnostic says so.

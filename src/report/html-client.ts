@@ -114,7 +114,11 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
       h("tr", { "data-session": s.anchor, "data-index": body.children.length }, h("td", { "data-sort-value": s.label.title || s.session }, link), ...cells),
     );
   }
-  for (const f of doc.failures) body.append(h("tr", { class: "failed" }, h("td", { colspan: cols.length + 1 }, `${f.session}: ${f.error}`)));
+  // A failure's message names its file already (`<path>: no session header …`): the path once.
+  for (const f of doc.failures) {
+    const text = f.error.startsWith(`${f.session}: `) ? f.error : `${f.session}: ${f.error}`;
+    body.append(h("tr", { class: "failed" }, h("td", { colspan: cols.length + 1 }, text)));
+  }
   const table = h("table", { class: "sessions" }, h("thead", {}, head), body);
   for (const [i, th] of [...head.querySelectorAll("th")].entries()) {
     th.tabIndex = 0;

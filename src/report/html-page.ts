@@ -35,6 +35,14 @@ export function clientScript(): string {
   return `${CLIENT_FUNCTIONS.map((f) => f.toString()).join("\n")}\nreportMain();\n`;
 }
 
+/** Bytes of a file enough to tell a page {@link reportPage} wrote (its head up to the title). */
+export const REPORT_PAGE_HEAD_BYTES = 4096;
+
+/** True when `head` (a file's first {@link REPORT_PAGE_HEAD_BYTES}) starts like a page {@link reportPage} wrote. */
+export function isReportPageHead(head: string): boolean {
+  return head.startsWith("<!doctype html>\n") && head.includes("<title>condense report — ");
+}
+
 /**
  * The HTML page of a report document.
  * @param library the charting library to inline

@@ -9,12 +9,13 @@ import { existsSync, realpathSync } from "node:fs";
 import { copyFile, readFile, realpath, stat } from "node:fs/promises";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
-import { readUndoRecords } from "./journal.js";
+import { type MigrationFacts, readUndoRecords, sha256Hex } from "./journal.js";
 import { formatWarning, openSession } from "./open.js";
 import { checkSessionOpen, refusalMessage } from "./pi-running.js";
 import { parseSessionText } from "./reader.js";
 import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
+import { checkWriteTarget } from "./write-target.js";
 import type { SessionEntry } from "./types.js";
 import { appendEntries, assertUnchanged, describeError, serializeAppend, withSessionLock } from "./writer.js";
 
@@ -84,21 +85,21 @@ export async function refuseIfOpenNow(session: Session, options: Pick<WriteOptio
 }
 
 /**
- * `--output` must name a new file (or an existing one with --force), never a folder and never the
- * input itself (that would replace it without the lock and the changed-file check).
- * @param inPlace what the command does without `--output`, for the message (`prune it in place`)
+ * `--output` must name a new file in an existing folder (or an existing file with --force), never
+ * a folder and never the input itself (that would replace it without the lock and the
+ * changed-file check) — the rule of every file the user names (write-target.ts).
+ * @param options.inPlace what the command does without `--output`, for the message (`prune it in place`)
  * @throws UsageError naming the problem
  */
-export async function checkOutputPath(output: string, files: string[], inPlace = "prune it in place"): Promise<void> {
-  if (output.trim() === "") throw new UsageError("--output: empty path (is the variable you passed unset?)");
-  if (files.length !== 1) throw new UsageError(`--output takes one session; ${files.length} were given`);
-  const out = await stat(output).catch(() => null);
-  if (!out) return;
-  if (out.isDirectory()) throw new UsageError(`--output ${output} is a directory; name a file`);
-  const input = await stat(files[0]).catch(() => null);
-  if (input && input.dev === out.dev && input.ino === out.ino) {
-    throw new UsageError(`--output ${output} is the input session itself; run without --output to ${inPlace}`);
-  }
+export async function checkOutputPath(output: string, files: string[], options: { force: boolean; inPlace?: string }): Promise<void> {
+  if (files.length !== 1 && output.trim() !== "") throw new UsageError(`--output takes one session; ${files.length} were given`);
+  await checkWriteTarget(output, {
+    flag: "--output",
+    inputs: files,
+    force: options.force,
+    writesSession: true,
+    instead: `run without --output to ${options.inPlace ?? "prune it in place"}`,
+  });
 }
 
 /** @throws UsageError when `--output` exists and `force` is not set */
@@ -215,6 +216,13 @@ export async function openForWrite(
   return refusal ? { ...migrated, refusal } : migrated;
 }
 
+/** The backup of an in-place migration, as the undo record keeps it (none when nothing was migrated in place). */
+async function migrationFacts(migration: MigrationReport | undefined): Promise<MigrationFacts | undefined> {
+  if (!migration?.backup || migration.migratedFrom === undefined) return undefined;
+  const bytes = await readFile(migration.backup);
+  return { backup: migration.backup, fromVersion: migration.migratedFrom, bytes: bytes.length, sha256: sha256Hex(bytes) };
+}
+
 /** What a planned run writes. */
 export interface RunWrite {
   entries: SessionEntry[];
@@ -225,6 +233,8 @@ export interface RunWrite {
  * Commit a planned run: the entries and their sidecars appended to the session by the crash-safe
  * locked append, or (sidecars first) written with the original bytes to `output`.
  * @param options.op the command, recorded in the journal and the undo record (default `run`)
+ * @param options.migration what `--migrate` did to the session in place before (its backup is
+ *   recorded with the write, so `undo` restores the original bytes)
  * @param base the migrated bytes to start `output` from (instead of the file as read)
  * @returns where the entries went and how many bytes they took
  * @throws CondenseError (exit 1) for any failure, naming the session; nothing half-written
@@ -233,11 +243,13 @@ export async function commitRun(
   session: Session,
   write: RunWrite,
   target: { output?: string; base?: Buffer },
-  options: { op?: string } = {},
+  options: { op?: string; migration?: MigrationReport } = {},
 ): Promise<{ written: string; bytesAppended: number }> {
   try {
     if (!target.output) {
-      return { written: session.path, bytesAppended: await appendEntries(session, write.entries, { op: options.op ?? "run", sidecars: write.sidecars }) };
+      const migration = await migrationFacts(options.migration);
+      const appended = await appendEntries(session, write.entries, { op: options.op ?? "run", sidecars: write.sidecars, ...(migration ? { migration } : {}) });
+      return { written: session.path, bytesAppended: appended };
     }
     for (const sidecar of write.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
     if (!target.base) await assertUnchanged(session);

@@ -58,6 +58,19 @@ export interface WriteFacts {
   sidecars: SidecarRecord[];
   /** ISO time the write started. */
   startedAt: string;
+  /** The write followed a `--migrate` of the same command (see {@link MigrationFacts}). */
+  migration?: MigrationFacts;
+}
+
+/**
+ * A session rewritten as v3 by `--migrate` right before a write: its bytes before (v1/v2) are in
+ * `backup`, `bytes` long with sha256 `sha256`. Undoing the write puts those bytes back.
+ */
+export interface MigrationFacts {
+  backup: string;
+  fromVersion: number;
+  bytes: number;
+  sha256: string;
 }
 
 /** The journal of a write in progress (format "condense-journal", version 1). */

@@ -46,7 +46,7 @@ export function jsonlFilesBelow(dir: string): string[] {
 }
 
 /** What `peekHeader` returns: the header line's fields, unchecked beyond `type` and `id`. */
-export type PeekedHeader = { id?: unknown; cwd?: unknown; type?: unknown };
+export type PeekedHeader = { id?: unknown; cwd?: unknown; type?: unknown; parentSession?: unknown };
 
 /** One line as a header candidate (Pi's `parseSessionHeaderCandidate`): undefined to skip it (blank, not JSON, JSON null), null when it is not a header. */
 function headerCandidate(line: string): PeekedHeader | null | undefined {
@@ -123,14 +123,28 @@ export function continueFolder(cwd: string, env: NodeJS.ProcessEnv = process.env
  */
 export function continueFolderHolds(file: string, cwd: string | undefined, env: NodeJS.ProcessEnv = process.env): boolean {
   if (!cwd) return false;
-  const real = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return resolve(p);
-    }
-  };
-  return real(dirname(resolve(file))) === real(continueFolder(cwd, env).dir);
+  return realOrResolved(dirname(resolve(file))) === realOrResolved(continueFolder(cwd, env).dir);
+}
+
+/** A path with its symbolic links resolved, or (when it does not exist) made absolute. */
+export function realOrResolved(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
+}
+
+/**
+ * How a command is told which session to read, for the message when it was told none and none
+ * was found: by `argument` (`condense metrics <session...>`) or by the `--session` option (`query`,
+ * whose arguments are refs).
+ */
+export type SessionNaming = "argument" | "--session";
+
+/** How to name a session to a command that takes it as {@link SessionNaming}. */
+function howToName(naming: SessionNaming): string {
+  return naming === "--session" ? "name it with --session FILE|id" : "pass a session file, directory, glob or session id";
 }
 
 /**
@@ -139,9 +153,10 @@ export function continueFolderHolds(file: string, cwd: string | undefined, env: 
  * header is valid (ties keep directory order, as Pi's stable sort does). The folder is the configured
  * one (`$PI_CODING_AGENT_SESSION_DIR`, else the `sessionDir` setting) or the per-cwd default; in a
  * configured folder other than that default, only sessions whose header `cwd` is `cwd` count.
- * @throws UsageError when there is none
+ * @param naming how the command takes a session, for the error
+ * @throws UsageError when there is none, saying where condense looked and how to name a session
  */
-export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = process.env, naming: SessionNaming = "argument"): Promise<string> {
   const { dir, filterCwd } = continueFolder(cwd, env);
   const files = existsSync(dir)
     ? readdirSync(dir)
@@ -154,22 +169,27 @@ export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = pro
     const header = await peekHeader(p);
     if (header && (!filterCwd || (typeof header.cwd === "string" && header.cwd !== "" && resolve(cwd, header.cwd) === resolve(cwd)))) return p;
   }
-  throw new UsageError(`no session argument given and no Pi session found for ${resolve(cwd)} in ${dir}; pass a session file, directory, glob or session id`);
+  throw new UsageError(
+    `no session given, $PI_SESSION_FILE is not set, and ${dir} holds no Pi session of ${resolve(cwd)} (the newest one there is what pi --continue opens); ${howToName(naming)}`,
+  );
 }
 
 /**
  * Resolve command-line session arguments to files, in argument order, without duplicates. With no
- * argument: `$PI_SESSION_FILE` when it names an existing file (Pi 1.6's bash tool sets it to the
- * current session for every command it runs), else `latestSessionFor(cwd)`.
- * @throws UsageError for an argument that matches nothing, or an ambiguous id prefix
+ * argument: `$PI_SESSION_FILE` when set (Pi 1.6's bash tool sets it to the current session for
+ * every command it runs), else `latestSessionFor(cwd)`. A `$PI_SESSION_FILE` naming no session is
+ * an error, never a reason to read another session.
+ * @param options.naming how the command takes a session, for the errors (default `argument`)
+ * @throws UsageError for an argument that matches nothing, an ambiguous id prefix, a
+ *   `$PI_SESSION_FILE` that is missing or not a session, or no session found
  */
-export async function resolveSessionArgs(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<string[]> {
+export async function resolveSessionArgs(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; naming?: SessionNaming } = {}): Promise<string[]> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
+  const naming = options.naming ?? "argument";
   if (args.length === 0) {
-    const current = env.PI_SESSION_FILE ? resolve(cwd, env.PI_SESSION_FILE) : undefined;
-    if (current && existsSync(current)) return [current];
-    return [await latestSessionFor(cwd, env)];
+    if (!env.PI_SESSION_FILE) return [await latestSessionFor(cwd, env, naming)];
+    return [await currentSession(resolve(cwd, env.PI_SESSION_FILE), naming)];
   }
   const seen = new Set<string>();
   const out: string[] = [];
@@ -201,6 +221,17 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
     add(await findById(arg, env, cwd));
   }
   return out;
+}
+
+/**
+ * The session `$PI_SESSION_FILE` names, when it is one.
+ * @throws UsageError naming `$PI_SESSION_FILE` when the file is missing or has no session header
+ */
+async function currentSession(file: string, naming: SessionNaming): Promise<string> {
+  const st = statSync(file, { throwIfNoEntry: false });
+  const why = !st ? "which does not exist" : !st.isFile() || !(await peekHeader(file)) ? "which is not a Pi session (no session header)" : null;
+  if (!why) return file;
+  throw new UsageError(`$PI_SESSION_FILE names ${file}, ${why}; condense reads no other session in its place — unset it, or ${howToName(naming)}`);
 }
 
 /** A session file in Pi's sessions folder whose id is `idOrPrefix` or starts with it. */

@@ -1,11 +1,12 @@
 /**
  * Opening a session for a command: load it, then decide whether the command may go on.
  *
- * Read-only commands go on after a cut-off final line (with a warning; Pi repairs it on open) and
- * fail (exit 1) on a file Pi cannot open — no header, a parent cycle or a message entry without a
- * message on the active branch; an empty file or one that is not JSONL is unusable for every
- * command (exit 2). Writing commands refuse on any file problem (exit 2), and on v1/v2 files
- * unless migration was asked for (docs/design.md §4).
+ * Read-only commands go on after a cut-off final line (with a warning; Pi repairs it on open). A
+ * file Pi cannot open — empty, not JSONL, no header, a parent cycle or a message entry without a
+ * message on the active branch — is unusable input for every command (exit 2; among several files
+ * the batch makes that one failure exit 1), so a CI gate never passes on it. Writing commands also
+ * refuse on any other file problem (exit 2), and on v1/v2 files unless migration was asked for
+ * (docs/design.md §4).
  */
 import { existsSync, realpathSync } from "node:fs";
 import { CondenseError, UsageError } from "../util/errors.js";
@@ -18,8 +19,7 @@ import { loadSession, whereIs, type Session } from "./session.js";
 /**
  * @param path session file
  * @param mode `read` for render/query/metrics/budget, `write` for run and compact
- * @throws UsageError (exit 2) when the file cannot be used in this mode, naming the file and why;
- *   CondenseError (exit 1) for a file Pi cannot open, in `read` mode
+ * @throws UsageError (exit 2) when the file cannot be used in this mode, naming the file and why
  */
 export async function openSession(path: string, mode: "read" | "write"): Promise<Session> {
   let session: Session;
@@ -55,8 +55,8 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
   }
   // What Pi cannot open fails every read-only command too, so a CI gate never passes on it (issue 16).
   const missingHeader = session.problems.find((p) => p.kind === "missing-header");
-  if (missingHeader) throw new CondenseError(`${path}: ${missingHeader.message}`, 1);
-  if (broken) throw new CondenseError(`${path}: ${broken}; Pi cannot open this session`, 1);
+  if (missingHeader) throw new UsageError(`${path}: ${missingHeader.message}`);
+  if (broken) throw new UsageError(`${path}: ${broken}; Pi cannot open this session`);
   return session;
 }
 

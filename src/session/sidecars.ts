@@ -82,9 +82,11 @@ const SIDECAR_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}\.txt$/;
  * the opened descriptor's path is checked again, so swapping the folder meanwhile does not help.
  *
  * @param folder the session's blobs folder (next to the session's real path)
+ * @param allowed when given, the folders `folder` must be one of (else refused)
  * @throws SidecarRefused naming the path and the reason (nothing outside `folder` is ever opened)
  */
-export function readSidecar(folder: string, spillPath: string, maxBytes = maxSidecarBytes()): string {
+export function readSidecar(folder: string, spillPath: string, allowed?: readonly string[], maxBytes = maxSidecarBytes()): string {
+  if (allowed && !allowed.includes(folder)) throw new SidecarRefused(spillPath, "not in the session's sidecar folders");
   const name = basename(spillPath);
   if (!SIDECAR_NAME.test(name)) throw new SidecarRefused(spillPath, "not a sidecar file name (<name>.txt)");
   let realFolder: string;
@@ -120,6 +122,24 @@ export function readSidecar(folder: string, spillPath: string, maxBytes = maxSid
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Read a sidecar by the file name of `spillPath` from the first of `folders` that has it
+ * ({@link readSidecar} in each; a refusal is final, only a missing file moves on to the next).
+ * @throws SidecarRefused the refusal, or the first folder's `missing`
+ */
+export function readSidecarIn(folders: readonly string[], spillPath: string): string {
+  let missing: SidecarRefused | undefined;
+  for (const folder of folders) {
+    try {
+      return readSidecar(folder, spillPath);
+    } catch (error) {
+      if (!(error instanceof SidecarRefused) || error.kind !== "missing") throw error;
+      missing ??= error;
+    }
+  }
+  throw missing ?? new SidecarRefused(spillPath, "no sidecar folder", "missing");
 }
 
 /** Linux: the open descriptor must name a file directly inside `realFolder`. */

@@ -8,12 +8,13 @@
  *
  * The removal is ordered so that a crash at any point leaves a state the next `undo` finishes:
  * truncate and fsync, then the sidecars, then the record. A record whose write is already gone (the
- * file is exactly its size before) is finished by removing its sidecars and dropping it.
+ * file is exactly its size before, or — after a `--migrate` — the original is back) is finished by
+ * removing its sidecars and dropping it.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, rmdirSync, rmSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, renameSync, rmdirSync, rmSync, statSync } from "node:fs";
 import { dirname } from "node:path";
 import { faultPoint } from "./fault.js";
-import { fsyncDir, readUndoRecords, sha256Hex, type UndoRecord, UNDO_KEEP, undoPath, writeDurable } from "./journal.js";
+import { fsyncDir, type MigrationFacts, readUndoRecords, sha256Hex, type UndoRecord, UNDO_KEEP, undoPath, writeDurable } from "./journal.js";
 import { readRange, removeCreatedSidecars } from "./recover.js";
 
 /** Bytes appended after a recorded write, as far as they can be told apart. */
@@ -27,7 +28,7 @@ export interface AppendedAfter {
 export type LastWrite =
   | { state: "none" }
   | { state: "replaced"; record: UndoRecord; why: string }
-  | { state: "already-undone"; record: UndoRecord }
+  | { state: "already-undone"; record: UndoRecord; restored?: true }
   | { state: "changed"; record: UndoRecord; why: string }
   | { state: "appended-after"; record: UndoRecord; after: AppendedAfter }
   | { state: "intact"; record: UndoRecord; size: number };
@@ -40,7 +41,11 @@ export function inspectLastWrite(session: string): LastWrite {
   const fd = openSync(session, "r");
   try {
     const st = fstatSync(fd);
-    if (st.ino !== record.ino || st.dev !== record.dev) return { state: "replaced", record, why: "it is another file now (its inode changed)" };
+    if (st.ino !== record.ino || st.dev !== record.dev) {
+      // An undo that put a migrated session's original back and stopped before dropping the record.
+      if (record.migration && isOriginal(fd, st.size, record.migration)) return { state: "already-undone", record, restored: true };
+      return { state: "replaced", record, why: "it is another file now (its inode changed)" };
+    }
     if (st.size < record.preSize || sha256Hex(readRange(fd, Math.max(0, record.preSize - 4096), record.preSize)) !== record.preTailSha256) {
       return { state: "replaced", record, why: "the bytes before condense's entries changed (the file was rewritten)" };
     }
@@ -56,6 +61,11 @@ export function inspectLastWrite(session: string): LastWrite {
   }
 }
 
+/** True when the open file holds exactly the bytes a `--migrate` backed up. */
+function isOriginal(fd: number, size: number, migration: MigrationFacts): boolean {
+  return size === migration.bytes && sha256Hex(readRange(fd, 0, size)) === migration.sha256;
+}
+
 /** How many records are kept before `record` (earlier writes that `undo` can remove after it). */
 export function earlierWrites(session: string, record: UndoRecord): number {
   const records = readUndoRecords(session);
@@ -67,9 +77,10 @@ export function earlierWrites(session: string, record: UndoRecord): number {
  * Remove the recorded write: truncate to `record.preSize` (only while the file is still `from`
  * bytes long), fsync, remove the sidecars it created (and their folder once empty), drop the record.
  * @param from the size the file was inspected at (`postSize`), or `preSize` to finish an undo
+ * @param keep sidecars left in place (another session file names them: sidecar-refs.ts)
  * @throws Error when the file's size moved since it was inspected (nothing is changed then)
  */
-export function removeWrite(session: string, record: UndoRecord, from: number): void {
+export function removeWrite(session: string, record: UndoRecord, from: number, keep: ReadonlySet<string> = new Set()): void {
   if (from !== record.preSize) {
     const fd = openSync(session, "r+");
     try {
@@ -83,7 +94,52 @@ export function removeWrite(session: string, record: UndoRecord, from: number): 
     }
     faultPoint("undo-truncated");
   }
-  removeCreatedSidecars(session, record.sidecars);
+  removeSidecarsOf(session, record, keep);
+  dropRecord(session, record);
+}
+
+/**
+ * Why the bytes a `--migrate` replaced cannot be put back, or null when its backup still holds
+ * exactly them (journal.ts `MigrationFacts`).
+ */
+export function migrationBackupProblem(migration: MigrationFacts): string | null {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(migration.backup);
+  } catch {
+    return `its backup ${migration.backup} is gone`;
+  }
+  if (bytes.length !== migration.bytes || sha256Hex(bytes) !== migration.sha256) return `its backup ${migration.backup} was changed since`;
+  return null;
+}
+
+/**
+ * Undo a write that followed a `--migrate` of the same command: remove the sidecars it created,
+ * put the original (v1/v2) bytes back by renaming the backup over the session — atomic: the file is
+ * either the migrated one with the entries or the original — and drop the record. A crash before
+ * the rename leaves the write intact (the next undo does it all again).
+ * @param from the size the file was inspected at (`postSize`)
+ * @param keep sidecars left in place (another session file names them: sidecar-refs.ts)
+ * @throws Error when the file's size moved since it was inspected (nothing is changed then)
+ */
+export function restoreMigrated(session: string, record: UndoRecord, migration: MigrationFacts, from: number, keep: ReadonlySet<string> = new Set()): void {
+  const size = statSync(session).size;
+  if (size !== from) throw new Error(`${session} changed while undo worked (${from} → ${size} bytes); nothing was changed — run undo again`);
+  removeSidecarsOf(session, record, keep);
+  renameSync(migration.backup, session);
+  fsyncDir(dirname(session));
+  dropRecord(session, record);
+}
+
+/**
+ * Remove the sidecars a write created (each only while its bytes are the ones written) except those
+ * in `keep`, and their folder once empty.
+ */
+function removeSidecarsOf(session: string, record: UndoRecord, keep: ReadonlySet<string>): void {
+  removeCreatedSidecars(
+    session,
+    record.sidecars.filter((x) => !keep.has(x.path)),
+  );
   // The blobs folder the write made for them goes too once empty (never one holding other files).
   for (const folder of new Set(record.sidecars.filter((x) => x.created).map((x) => dirname(x.path)))) {
     try {
@@ -92,6 +148,10 @@ export function removeWrite(session: string, record: UndoRecord, from: number): 
       // not empty, or gone
     }
   }
+}
+
+/** Drop a write's record from the session's undo file (the file goes when it was the last). */
+function dropRecord(session: string, record: UndoRecord): void {
   const kept = readUndoRecords(session).filter((r) => r.writeId !== record.writeId);
   if (kept.length > 0)
     writeDurable(

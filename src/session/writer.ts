@@ -24,6 +24,7 @@ import {
   type JournalRecord,
   journalPath,
   lineTable,
+  type MigrationFacts,
   newWriteId,
   removeJournal,
   type SidecarRecord,
@@ -170,6 +171,8 @@ export interface AppendOptions {
   op?: string;
   /** Sidecar files the entries point at, written (atomically, under the lock) before the append. */
   sidecars?: { path: string; text: string }[];
+  /** The session was migrated by this command right before (kept in the undo record: undo restores the original). */
+  migration?: MigrationFacts;
   /** Tests make another writer race the append here: after the last check / right after the write. */
   race?: { beforeAppend?: () => void; afterAppend?: () => void };
 }
@@ -273,6 +276,7 @@ async function commitAppend(
     sidecars: plan.records,
     owner: { pid: process.pid, host: hostname() },
     startedAt: new Date().toISOString(),
+    ...(options.migration ? { migration: options.migration } : {}),
   };
   try {
     writeDurable(journalPath(session.path), JSON.stringify(journal), () => faultPoint("journal-tmp"));

@@ -136,7 +136,9 @@ export function registerCompact(program: Command, exit: ExitState): void {
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const selection = selectFiles(await resolveSessionArgs(args), options);
     const files = selection.files;
-    if (task.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(task.output, files, "compact it in place");
+    if (task.output !== undefined) {
+      await (await import("../../session/commit.js")).checkOutputPath(task.output, files, { force: task.force, inPlace: "compact it in place" });
+    }
     const interrupt = interruptOnSigint();
     let outcomes: FileOutcome<CompactFileResult>[];
     try {
@@ -149,7 +151,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     if (!options.ndjson) for (const r of results) for (const w of r.warnings) out.warn(w);
     const interrupted = settleBatch(out, exit, split, selection.total, interrupt.signal);
     if (options.ndjson) {
-      if (interrupted) out.error(interruptedMessage(split, files.length));
+      if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
       return;
     }
     if (options.json) {
@@ -170,7 +172,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched.
-    if (interrupted) out.error(interruptedMessage(split, files.length));
+    if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
   });
 }
 

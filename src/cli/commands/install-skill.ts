@@ -3,12 +3,14 @@
  * inside a pruned session knows to run `condense query <ref>`. Pi 1.6 loads skills from
  * `<agent dir>/skills/` (all projects; `$PI_CODING_AGENT_DIR`, default `~/.pi/agent`) and
  * `<cwd>/.pi/skills/` (this project, `--project`). `--print` writes nothing and prints the file. A
- * SKILL.md that differs from this version's (older, or edited) is kept unless `--force`.
+ * SKILL.md that differs from this version's (older, or edited) is kept unless `--force`; a missing
+ * agent folder is an error (its `skills/<name>/` folders are created).
  */
 import { existsSync, readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { SKILL_NAME, skillMarkdown, skillPath } from "../../query/skill.js";
+import { agentDir } from "../../session/locate.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { RuntimeFailure, UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
@@ -37,6 +39,12 @@ export function registerInstallSkill(program: Command, _exit: ExitState): void {
       return;
     }
     const path = skillPath(!!options.project);
+    // The skill's own folders are created; Pi's agent folder is not (a mistyped $PI_CODING_AGENT_DIR would be).
+    if (!options.project && !existsSync(agentDir())) {
+      throw new UsageError(
+        `Pi's agent folder ${agentDir()} does not exist (Pi creates it on its first run; is $PI_CODING_AGENT_DIR right?); nothing was written — or use --project`,
+      );
+    }
     const written = await installSkill(path, text, !!options.force);
     if (options.json) out.printJson({ name: SKILL_NAME, path, written, content: text });
     else {

@@ -18,7 +18,7 @@ import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
 import { UsageError } from "../../util/errors.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { type ArchiveOptions, ndjsonPrinter, readArchiveLines, selectFiles, withArchiveOptions } from "../archive.js";
-import { defaultJobs, type FileOutcome, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import type { MetricsTaskOptions } from "../metrics-task.js";
 import { n as fmt, percentChange, shortCount } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
@@ -92,7 +92,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     .addHelpText(
       "after",
       "\nA limit is crossed when the value is greater than it. Exit codes: 0 ok; 1 a file failed (the others\n" +
-        "are still reported); 2 usage error; 3 a limit was crossed (and no file failed).\n" +
+        "are still reported); 2 usage error, or one session that cannot be used; 3 a limit was crossed (and no file failed).\n" +
         "\nExamples:\n  condense metrics session.jsonl\n  condense metrics ~/.pi/agent/sessions/ --json\n" +
         "  condense metrics sessions/ --max-frontier-gap 20k --max-chain-share 80% --fail-on-diagnostics\n" +
         "  condense metrics sessions/ --shard 2/8 --ndjson > part-2.ndjson   (one of 8 machines)\n" +
@@ -103,14 +103,25 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const limits = parseLimits(options);
     const tokenizer = (options.tokenizer ?? "chars4") as TokenizerName;
     if (options.merge && (options.shard !== undefined || options.ndjson)) throw new UsageError("--merge takes neither --shard nor --ndjson");
-    const measured = options.merge ? mergeShards(args) : await measure(args, options, out, tokenizer);
+    const interrupt = interruptOnSigint();
+    let measured: { outcomes: FileOutcome<SessionMetrics>[]; total: number };
+    try {
+      measured = options.merge ? mergeShards(args) : await measure(args, options, out, { tokenizer, signal: interrupt.signal });
+    } finally {
+      interrupt.release();
+    }
     const { outcomes, total } = measured;
-    const { results: rows, failures } = splitOutcomes(outcomes);
+    const split = splitOutcomes(outcomes);
+    const { results: rows, failures } = split;
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));
     if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
     else if (crossed.length > 0) exit.code = 3;
+    // After Ctrl-C: the sessions measured are reported, the line at the end says what was left out.
+    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    if (interrupted) exit.code = 130;
     if (options.ndjson) {
       for (const c of crossed) out.error(`limit crossed: ${describeCrossing(c)}`);
+      if (interrupted) out.error(interruptedMessage(split, outcomes.length, "read"));
       return;
     }
     for (const r of rows) for (const w of r.warnings) out.warn(w);
@@ -125,6 +136,7 @@ export function registerMetrics(program: Command, exit: ExitState): void {
         totals,
         failures: failures.map(({ session, error }) => ({ session, error })),
         gates: { limits, crossed },
+        ...(interrupted ? { interrupted } : {}),
       });
       return;
     }
@@ -137,7 +149,8 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
-    if (failures.length > 0 && total > 1) out.error(`${failures.length} of ${total} sessions failed (listed above); the others were measured`);
+    if (interrupted) out.error(interruptedMessage(split, total, "read"));
+    else if (failures.length > 0 && total > 1) out.error(`${failures.length} of ${total} sessions failed (listed above); the others were measured`);
   });
 }
 
@@ -150,20 +163,21 @@ async function measure(
   args: string[],
   options: MetricsOptions,
   out: Output,
-  tokenizer: TokenizerName,
+  how: { tokenizer: TokenizerName; signal: AbortSignal },
 ): Promise<{ outcomes: FileOutcome<SessionMetrics>[]; total: number }> {
   const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
-  const taskOptions: MetricsTaskOptions = { config: loadConfig(configSources(options)), tokenizer };
+  const taskOptions: MetricsTaskOptions = { config: loadConfig(configSources(options)), tokenizer: how.tokenizer };
   const selection = selectFiles(await resolveSessionArgs(args), options);
   await warnIgnoredProjectSettings(out, selection.files);
   // Loaded when the command runs: start-up and the other commands do not pay for it.
   const { METRICS_TASK_MODULE, metricsTask } = await import("../metrics-task.js");
-  // Read-only: Ctrl-C ends the process at once, as it always did.
+  // After Ctrl-C no session is started; the ones measured are reported.
   const outcomes = await forEachSession<SessionMetrics>(selection.files, out, {
     jobs,
     label: "metrics",
     work: (path) => metricsTask(path, taskOptions),
     remote: { module: METRICS_TASK_MODULE, fn: "metricsTask", options: taskOptions },
+    signal: how.signal,
     onOutcome: ndjsonPrinter(out, METRICS_SCHEMA, selection, options.ndjson),
     onOrdered: options.ndjson
       ? (o) => {

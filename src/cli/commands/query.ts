@@ -6,12 +6,11 @@
  * bash tool). Unknown refs are named on stderr and make the exit code 1; the others are still
  * printed.
  */
-import { mkdirSync, realpathSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { ToolCallIndexer } from "../../prune/indexer.js";
-import { blobsFolder } from "../../prune/spill.js";
 import { projectBranch } from "../../context/projection.js";
 import { withoutOwnContextEdits } from "../../entries/read.js";
 import { type ContextOccurrences, contextOccurrences } from "../../prune/occurrences.js";
@@ -26,18 +25,22 @@ import {
   recordBody,
   shownOutput,
   sidecarCandidates,
+  sidecarFolders,
 } from "../../query/query.js";
 import { lineOf } from "../../report/session-metrics.js";
 import type { Session } from "../../session/session.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
-import { readSidecar } from "../../session/sidecars.js";
+import { forkParent } from "../../session/fork.js";
+import { readSidecar, readSidecarIn, writeFileAtomic } from "../../session/sidecars.js";
+import { checkWriteTarget } from "../../session/write-target.js";
 import { UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
 
 interface QueryOptions extends CommonOptions {
   session?: string;
+  force?: boolean;
   full?: boolean;
   format: "text" | "tool";
   saveImages?: string;
@@ -46,13 +49,22 @@ interface QueryOptions extends CommonOptions {
 /**
  * One hit as printed: its output (from the record or its sidecar), its images (located in the
  * session, and written to `saveImages` when given), and its `--json` object.
- * @param c.real the session's real path (sidecars are looked up beside it)
+ * @param c.folders the folders sidecars are looked up in (`sidecarFolders`)
  */
 function showHit(
   hit: QueryHit,
-  c: { session: Session; real: string; occurrences: ContextOccurrences; readText: (path: string) => string; full: boolean; saveImages?: string },
+  c: {
+    session: Session;
+    folders: string[];
+    occurrences: ContextOccurrences;
+    readText: (path: string) => string;
+    full: boolean;
+    /** `--save-images` folder; each image to write is added to `writes`. */
+    saveImages?: string;
+    writes: ImageWrite[];
+  },
 ): { body: QueryBody; output: QueryOutput; imageLines: string[]; json: Record<string, unknown> } {
-  const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.real, c.session.id) : [];
+  const candidates = hit.record.spillPath ? sidecarCandidates(hit.record.spillPath, c.folders) : [];
   const body = recordBody(hit.record, candidates, c.readText);
   const output = shownOutput(body.text, c.full);
   const images = imagesOf(c.occurrences, hit.key, (e) => lineOf(c.session, e));
@@ -60,7 +72,7 @@ function showHit(
   if (c.saveImages !== undefined) {
     for (const img of images) {
       const path = join(c.saveImages, img.fileName);
-      writeFileSync(path, Buffer.from(img.data, "base64"));
+      c.writes.push({ path, bytes: Buffer.from(img.data, "base64") });
       saved.set(img, path);
     }
   }
@@ -89,6 +101,41 @@ function showHit(
   return { body, output, imageLines: imageLines(images, saved), json };
 }
 
+/** An image `--save-images` writes. */
+interface ImageWrite {
+  path: string;
+  bytes: Buffer;
+}
+
+/**
+ * `--save-images DIR`: a folder, created when missing (its parent must exist), never a file; an
+ * image file already there is replaced only when it holds the same bytes or with `--force`
+ * (write-target.ts). Everything is checked before the first file is written.
+ * @throws UsageError (exit 2) naming the path; nothing was written
+ */
+async function saveImages(dir: string, writes: ImageWrite[], session: string, force: boolean): Promise<void> {
+  const flag = "--save-images";
+  const st = statSync(dir, { throwIfNoEntry: false });
+  if (st && !st.isDirectory()) throw new UsageError(`${flag} ${dir} is not a folder; name a folder (it is created when missing; nothing was written)`);
+  if (!st) {
+    await checkWriteTarget(dir, { flag, inputs: [session], force: false });
+    if (writes.length > 0) mkdirSync(dir);
+  }
+  const sameBytes = (bytes: Buffer) => (path: string) => statSync(path).size === bytes.length && readFileSync(path).equals(bytes);
+  for (const w of writes) await checkWriteTarget(w.path, { flag, inputs: [session], force, isOwnOutput: sameBytes(w.bytes) });
+  for (const w of writes) await writeFileAtomic(w.path, w.bytes);
+}
+
+/**
+ * A `--session` that names nothing while `$PI_SESSION_FILE` names a session (a stub's path after
+ * the file moved, run inside Pi): the error says so, and that leaving out `--session` reads it.
+ */
+function currentSessionHint(error: unknown, named: string | undefined): unknown {
+  const current = process.env.PI_SESSION_FILE;
+  if (!(error instanceof UsageError) || named === undefined || !current || !existsSync(current)) return error;
+  return new UsageError(`${error.message}. $PI_SESSION_FILE names ${current} (inside Pi: the current session); without --session condense query reads it`);
+}
+
 export function registerQuery(program: Command, exit: ExitState): void {
   const cmd = program
     .command("query")
@@ -97,6 +144,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .option("--session <session>", "session file, id or id prefix (default: $PI_SESSION_FILE inside Pi, else the latest session of this directory)")
     .option("--full", "print whole outputs (default: the first 2000 lines / 50 KB)")
     .option("--save-images <dir>", "write the images of the recovered tool results into this folder (the text names where they are)")
+    .option("--force", "with --save-images: overwrite image files of the same name that hold other bytes")
     .addOption(
       new Option("--format <format>", "text: readable blocks; tool: exactly what the extension's context_tree_query returns")
         .choices(["text", "tool"])
@@ -105,21 +153,22 @@ export function registerQuery(program: Command, exit: ExitState): void {
     .addHelpText("after", "\nExamples:\n  condense query t3\n  condense query t3 t7 --session session.jsonl\n  condense query bash_23 --full --json");
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
-    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : []);
+    const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : [], { naming: "--session" }).catch((error: unknown) => {
+      throw currentSessionHint(error, options.session);
+    });
     if (files.length !== 1) throw new UsageError(`--session must name one session; ${options.session} names ${files.length} files`);
     const session = await openSession(files[0], "read");
     for (const w of session.warnings) out.warn(formatWarning(w));
     const indexer = ToolCallIndexer.fromBranch(session.branch);
-    // Sidecars only from the session's own blobs folder, next to its real path.
-    const real = realpathSync(session.path);
-    const folder = blobsFolder(real, session.id);
-    const readText = (path: string) => readSidecar(folder, path);
+    // Sidecars only from the session's own blobs folder, next to its real path (a fork: its parent's too).
+    const folders = sidecarFolders(realpathSync(session.path), session.id, await forkParent(session.header?.parentSession, session.path));
+    const readText = (path: string) => readSidecar(dirname(path), path, folders);
     const full = !!options.full;
 
     // --format tool: the text the extension's context_tree_query tool returns for these refs.
     if (options.format === "tool") {
       if (options.json) throw new UsageError("--format tool prints the tool's text; it cannot be combined with --json");
-      const { text, unknown } = formatToolResult(indexer, refs, readText, full);
+      const { text, unknown } = formatToolResult(indexer, refs, (path) => readSidecarIn(folders, path), full);
       out.write(`${text}\n`); // the tool's text exactly, plus one newline (control characters escaped on a terminal)
       for (const ref of unknown) out.error(`unknown ref ${ref}: not in this session's pruner index`);
       if (unknown.length > 0) exit.code = 1;
@@ -129,9 +178,9 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const results: Record<string, unknown>[] = [];
     const blocks: string[] = [];
     const unknown: { ref: string; reason: string }[] = [];
+    const writes: ImageWrite[] = [];
     // The results as the user has them: a stock-Pi stub (run --target pi) leaves no image in the projection.
     const occurrences = contextOccurrences(projectBranch(withoutOwnContextEdits(session.branch)));
-    if (options.saveImages !== undefined) mkdirSync(options.saveImages, { recursive: true });
     for (const ref of refs) {
       const lookup = lookupRef(indexer, ref);
       if (lookup.unknown) {
@@ -139,11 +188,12 @@ export function registerQuery(program: Command, exit: ExitState): void {
         continue;
       }
       for (const hit of lookup.hits) {
-        const shown = showHit(hit, { session, real, occurrences, readText, full, saveImages: options.saveImages });
+        const shown = showHit(hit, { session, folders, occurrences, readText, full, saveImages: options.saveImages, writes });
         if (options.json) results.push(shown.json);
         else blocks.push(formatQueryBlock(hit, shown.body, shown.output, out.c, shown.imageLines));
       }
     }
+    if (options.saveImages !== undefined) await saveImages(options.saveImages, writes, session.path, !!options.force);
     if (options.json) out.printJson({ session: session.path, results, unknown });
     // Always one newline after the last block, so an output's own final newline survives (byte-exact).
     else if (blocks.length > 0) out.write(`${blocks.join("\n\n")}\n`);

@@ -6,7 +6,7 @@
  * self-contained HTML page (`--html FILE`), as JSON (`--json`, `condense.report/1`), or as a table.
  * Nothing is written to the sessions; no model is called.
  */
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Option, type Command } from "commander";
@@ -14,12 +14,13 @@ import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import { sentContext } from "../../context/size.js";
 import { piCompactionOutlook } from "../../report/budget-compaction.js";
-import { reportPage, type ChartLibrary } from "../../report/html-page.js";
+import { isReportPageHead, REPORT_PAGE_HEAD_BYTES, reportPage, type ChartLibrary } from "../../report/html-page.js";
 import { REPORT_SCHEMA, reportTotals, sectionAnchors, type ReportDocument, type SessionReport } from "../../report/session-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
+import { checkWriteTarget } from "../../session/write-target.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, forEachSession, positiveInt, splitOutcomes } from "../batch.js";
+import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { formatBytes, n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import type { Column } from "../table.js";
@@ -29,6 +30,7 @@ import { packageVersion } from "../version.js";
 
 interface ReportOptions extends CommonOptions, ConfigFlags {
   html?: string;
+  force?: boolean;
   jobs?: string;
   top?: string;
   contextWindow?: string;
@@ -48,6 +50,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     .description(COMMAND_SUMMARIES.report.description)
     .argument("[sessions...]", "session files, directories, globs or ids (default: latest session of this directory)")
     .option("--html <file>", "write one self-contained HTML page (no network needed to view it); - for stdout")
+    .option("--force", "overwrite an existing --html file that is not a report page (a session is never overwritten)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
     .addOption(new Option("--top <n>", "largest tool outputs listed per session").default("10", "10"))
     .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
@@ -56,7 +59,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     "after",
     "\nThe figures are those of `metrics --json`, `budget --json`, `run --dry-run --json` and `compact --dry-run --json`\n" +
       "(run with the deterministic summarizer, compact with the zero-model summary). Exit codes: 0; 1 a session\n" +
-      "failed (the others are still reported); 2 usage error.\n" +
+      "failed (the others are still reported); 2 usage error, or one session that cannot be used.\n" +
       "\nExamples:\n  condense report session.jsonl --html report.html\n  condense report ~/.pi/agent/sessions/ --html archive.html\n  condense report session.jsonl --json",
   );
   withCommonOptions(cmd).action(async (args: string[], options: ReportOptions) => {
@@ -74,22 +77,40 @@ export function registerReport(program: Command, exit: ExitState): void {
     // The library is read before any work, so a broken install fails at once.
     const library = options.html !== undefined ? chartLibrary() : null;
     const files = await resolveSessionArgs(args);
+    if (options.html !== undefined && options.html !== "-") {
+      await checkWriteTarget(options.html, { flag: "--html", inputs: files, force: !!options.force, isOwnOutput: isReportPage });
+    }
     // Loaded when the command runs: start-up and the other commands do not pay for it.
     const { REPORT_TASK_MODULE, reportTask } = await import("../report-task.js");
-    const outcomes = await forEachSession<SessionReport>(files, out, {
-      jobs,
-      label: "report",
-      work: (file) => reportTask(file, taskOptions),
-      remote: { module: REPORT_TASK_MODULE, fn: "reportTask", options: taskOptions },
-    });
-    const { results, failures } = splitOutcomes(outcomes);
+    const interrupt = interruptOnSigint();
+    let outcomes: FileOutcome<SessionReport>[];
+    try {
+      outcomes = await forEachSession<SessionReport>(files, out, {
+        jobs,
+        label: "report",
+        work: (file) => reportTask(file, taskOptions),
+        remote: { module: REPORT_TASK_MODULE, fn: "reportTask", options: taskOptions },
+        signal: interrupt.signal,
+      });
+    } finally {
+      interrupt.release();
+    }
+    const split = splitOutcomes(outcomes);
+    const { results, failures } = split;
     if (failures.length > 0) exit.code = files.length === 1 ? failures[0].exitCode : 1;
     for (const r of results) for (const w of r.warnings) out.warn(w);
     for (const f of failures) out.error(f.error);
     const doc = reportDocument(results, failures);
-    if (library && options.html !== undefined) await writePage(doc, library, options.html, out);
-    if (options.json) out.printJson(doc);
+    // After Ctrl-C no page is written (it would pass for the whole report); JSON and the table show the sessions done.
+    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    if (library && options.html !== undefined && !interrupted) await writePage(doc, library, options.html, out);
+    if (options.json) out.printJson(interrupted ? { ...doc, interrupted } : doc);
     else if (options.html === undefined && results.length > 0) out.print(formatTable(doc, out));
+    if (interrupted) {
+      exit.code = 130;
+      if (!options.json) out.error(`${interruptedMessage(split, files.length, "read")}${options.html !== undefined ? "; the page was not written" : ""}`);
+    } else if (failures.length > 0 && files.length > 1)
+      out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others are reported`);
   });
 }
 
@@ -104,6 +125,21 @@ export function reportDocument(results: SessionReport[], failures: { session: st
     totals: reportTotals(sessions, failures.length),
     failures: failures.map(({ session, error }) => ({ session, error })),
   };
+}
+
+/** True when `file` starts like a page `report --html` wrote (replaced without --force). */
+function isReportPage(file: string): boolean {
+  try {
+    const fd = openSync(file, "r");
+    try {
+      const head = Buffer.alloc(REPORT_PAGE_HEAD_BYTES);
+      return isReportPageHead(head.toString("utf8", 0, readSync(fd, head, 0, head.length, 0)));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
+  }
 }
 
 /** Write the page atomically (never half-written), or to stdout for `-`. */

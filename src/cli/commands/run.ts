@@ -96,7 +96,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       options,
     );
     const { files } = selection;
-    if (options.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(options.output, files);
+    if (options.output !== undefined) await (await import("../../session/commit.js")).checkOutputPath(options.output, files, { force: !!options.force });
     await warnIgnoredProjectSettings(out, files);
     // The extension's entries alone shrink Pi's context only with the extension switched on.
     if (!options.quiet && options.target === "extension") {
@@ -127,10 +127,18 @@ export function registerRun(program: Command, exit: ExitState): void {
     const split = splitOutcomes(outcomes);
     const interrupted = settleBatch(out, exit, split, selection.total, interrupt.signal);
     if (options.ndjson) {
-      if (interrupted) out.error(interruptedMessage(split, files.length));
+      if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
       return;
     }
-    printOutcome(out, { ...split, files: files.length, wallMs: Date.now() - started, estimate: !!options.estimate, interrupted });
+    printOutcome(out, {
+      ...split,
+      files: files.length,
+      wallMs: Date.now() - started,
+      estimate: !!options.estimate,
+      output: options.output,
+      dryRun: task.dryRun,
+      interrupted,
+    });
   });
 }
 
@@ -185,6 +193,10 @@ interface RunOutcome {
   files: number;
   wallMs: number;
   estimate: boolean;
+  /** The `--output` file, when given. */
+  output?: string;
+  /** `--dry-run` or `--estimate`: nothing is written. */
+  dryRun: boolean;
   /** After Ctrl-C (see batch.ts `settleBatch`). */
   interrupted?: InterruptedJson;
 }
@@ -206,7 +218,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
     });
     return;
   }
-  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs));
+  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output));
   for (const r of results) {
     if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
     const wrote = writtenLine({ session: r.session, written: r.written, entries: r.entriesAppended, bytes: r.bytesAppended });
@@ -216,7 +228,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
   // Failures were printed first and may have scrolled away: count them once more at the end.
   if (failures.length > 0 && files > 1 && !interrupted) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
-  if (interrupted) out.error(interruptedMessage(run, files));
+  if (interrupted) out.error(interruptedMessage(run, files, run.dryRun ? "dry-run" : "write"));
 }
 
 /** `--target`: whom run writes for (pipeline/target.ts). */

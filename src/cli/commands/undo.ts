@@ -55,11 +55,21 @@ export function undoLine(r: UndoResult): string {
   const n = (x: number) => x.toLocaleString("en-US");
   const what = `${n(r.entries)} ${r.entries === 1 ? "entry" : "entries"} (${n(r.bytes)} bytes; ${n(r.sizeBefore)} → ${n(r.sizeAfter)} bytes)`;
   const sidecars = r.sidecars.length > 0 ? ` and ${r.sidecars.length} sidecar file${r.sidecars.length === 1 ? "" : "s"}` : "";
-  const head = r.dryRun
-    ? `would undo ${writeName(r)} on ${r.session}: remove ${what}${sidecars}`
-    : r.finished
-      ? `finished undoing ${writeName(r)} on ${r.session}: its ${what} were already removed; its sidecar files and record are gone now`
-      : `undid ${writeName(r)} on ${r.session}: removed ${what}${sidecars}`;
+  const original = r.restored && `the v${r.restored.fromVersion} original from ${r.restored.backup} (${n(r.restored.bytes)} bytes)`;
+  const gone = r.restored && `its v3 rewrite and ${n(r.entries)} ${r.entries === 1 ? "entry" : "entries"}${sidecars}`;
+  const head = r.restored
+    ? r.finished
+      ? `finished undoing ${writeName(r)} on ${r.session}: ${original} was already back; its record is gone now`
+      : r.dryRun
+        ? `would undo ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
+        : `undid ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
+    : r.dryRun
+      ? `would undo ${writeName(r)} on ${r.session}: remove ${what}${sidecars}`
+      : r.finished
+        ? `finished undoing ${writeName(r)} on ${r.session}: its ${what} were already removed; its sidecar files and record are gone now`
+        : `undid ${writeName(r)} on ${r.session}: removed ${what}${sidecars}`;
+  const kept =
+    r.keptSidecars.length > 0 ? `; kept ${r.keptSidecars.length} sidecar file${r.keptSidecars.length === 1 ? "" : "s"} ${r.keptSidecars[0].namedBy} names` : "";
   const earlier = r.earlier > 0 ? `; ${r.earlier} earlier write${r.earlier === 1 ? "" : "s"} can still be undone: ${undoCommand(r.session)}` : "";
-  return `${head}${earlier}`;
+  return `${head}${kept}${r.restoreProblem ? `; ${r.restoreProblem}` : ""}${earlier}`;
 }
