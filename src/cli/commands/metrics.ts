@@ -103,21 +103,16 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     const limits = parseLimits(options);
     const tokenizer = (options.tokenizer ?? "chars4") as TokenizerName;
     if (options.merge && (options.shard !== undefined || options.ndjson)) throw new UsageError("--merge takes neither --shard nor --ndjson");
-    const interrupt = interruptOnSigint();
-    let measured: { outcomes: FileOutcome<SessionMetrics>[]; total: number };
-    try {
-      measured = options.merge ? mergeShards(args) : await measure(args, options, out, { tokenizer, signal: interrupt.signal });
-    } finally {
-      interrupt.release();
-    }
-    const { outcomes, total } = measured;
+    const { outcomes, total, aborted } = options.merge
+      ? { ...mergeShards(args), aborted: false }
+      : await measureUntilInterrupted(args, options, out, tokenizer);
     const split = splitOutcomes(outcomes);
     const { results: rows, failures } = split;
     const crossed: GateCrossing[] = rows.flatMap((r) => checkGates(r, limits));
     if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
     else if (crossed.length > 0) exit.code = 3;
     // After Ctrl-C: the sessions measured are reported, the line at the end says what was left out.
-    const interrupted = interrupt.signal.aborted ? interruptedJson(split) : undefined;
+    const interrupted = aborted ? interruptedJson(split) : undefined;
     if (interrupted) exit.code = 130;
     if (options.ndjson) {
       for (const c of crossed) out.error(`limit crossed: ${describeCrossing(c)}`);
@@ -152,6 +147,22 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     if (interrupted) out.error(interruptedMessage(split, total, "read"));
     else if (failures.length > 0 && total > 1) out.error(`${failures.length} of ${total} sessions failed (listed above); the others were measured`);
   });
+}
+
+/** {@link measure} under Ctrl-C: after it no session is started, and `aborted` says so. */
+async function measureUntilInterrupted(
+  args: string[],
+  options: MetricsOptions,
+  out: Output,
+  tokenizer: TokenizerName,
+): Promise<{ outcomes: FileOutcome<SessionMetrics>[]; total: number; aborted: boolean }> {
+  const interrupt = interruptOnSigint();
+  try {
+    const measured = await measure(args, options, out, { tokenizer, signal: interrupt.signal });
+    return { ...measured, aborted: interrupt.signal.aborted };
+  } finally {
+    interrupt.release();
+  }
 }
 
 /**
