@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { fixture, runCli, tempDir } from "./cli-capture.js";
+import { afterAll, describe, expect, it, onTestFinished } from "vitest";
+import { fixture, runCli, runCliWith, tempDir } from "./cli-capture.js";
 
 // metrics-one-open-chain.jsonl: frontier gap 35, chain share 100%, open thinking 29,
 // context after `run` 98 tokens, no structural diagnostics (see metrics.test.ts).
@@ -14,8 +14,42 @@ const gates: [flag: string, metric: string, value: string, below: string, equal:
   ["--max-frontier-gap", "frontierGapTokens", "35", "34", "35"],
   ["--max-chain-share", "largestChainSharePct", "100%", "99%", "100%"],
   ["--max-open-thinking", "openCycleThinkingTokens", "29", "28", "29"],
-  ["--max-context", "context.after.tokens", "98", "97", "98"],
+  ["--max-context", "context.piOnly.after.tokens", "98 (what stock Pi sends after `condense run`)", "97", "98"],
 ];
+
+// chain-partly-summarized.jsonl: after `run`, stock Pi sends 121 tokens, Pi with the extension 102.
+const PARTLY = fixture("chain-partly-summarized.jsonl");
+
+describe("--max-context gates on what the user's Pi sends, the figure the table prints", () => {
+  it("stock Pi (no Pi settings): the table's 403 → 121 is tested, not the extension's 102", async () => {
+    const table = await runCli("metrics", PARTLY);
+    expect(table.stdout).toMatch(/403 → 121 \(-70%\)/);
+    const crossed = await runCli("metrics", PARTLY, "--max-context", "110");
+    expect(crossed.code).toBe(3);
+    expect(crossed.stderr).toContain(
+      `error: limit crossed: ${PARTLY}: context.piOnly.after.tokens = 121 (what stock Pi sends after \`condense run\`) exceeds --max-context 110`,
+    );
+    expect((await runCli("metrics", PARTLY, "--max-context", "121")).code).toBe(0);
+    const json = JSON.parse((await runCli("metrics", PARTLY, "--json", "--max-context", "120")).stdout);
+    expect(json.gates.crossed).toEqual([
+      { session: PARTLY, metric: "context.piOnly.after.tokens", flag: "--max-context", value: 121, limit: 120, pi: "stock Pi" },
+    ]);
+  });
+
+  it("Pi with the extension installed and switched on: the extension's 102 is tested", async () => {
+    const { dir, cleanup } = tempDir("gates-pi");
+    onTestFinished(cleanup);
+    writeFileSync(path.join(dir, "settings.json"), JSON.stringify({ packages: ["npm:pi-condense"], contextPrune: { enabled: true } }));
+    const table = await runCliWith({ PI_CODING_AGENT_DIR: dir }, "metrics", PARTLY);
+    expect(table.stdout).toMatch(/403 → 102 \(-75%\)/);
+    const crossed = await runCliWith({ PI_CODING_AGENT_DIR: dir }, "metrics", PARTLY, "--max-context", "101");
+    expect(crossed.code).toBe(3);
+    expect(crossed.stderr).toContain(
+      `error: limit crossed: ${PARTLY}: context.after.tokens = 102 (what Pi with pi-condense sends after \`condense run\`) exceeds --max-context 101`,
+    );
+    expect((await runCliWith({ PI_CODING_AGENT_DIR: dir }, "metrics", PARTLY, "--max-context", "110")).code).toBe(0);
+  });
+});
 
 describe("CI gates: exit 3 when a limit is crossed, 0 when not", () => {
   it.each(gates)("%s crossed (limit = value − 1)", async (flag, metric, value, below) => {
