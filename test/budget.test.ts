@@ -1,6 +1,7 @@
 import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig } from "../src/config/config.js";
+import { reportedRequests } from "../src/context/usage.js";
 import { protectionTest } from "../src/prune/protect.js";
 import { budgetChart } from "../src/report/budget-chart.js";
 import {
@@ -70,6 +71,8 @@ describe("replayBudget on small fixtures", () => {
       firstFlush: { turn: 3, turnIndex: 2, entryId: "b0000006", line: 7, trigger: "budget" },
       peakTokens: 400_000,
       peakTurn: 4,
+      peakEntryId: "b0000008",
+      peakLine: 9,
       unknownModels: [],
     });
   });
@@ -90,6 +93,16 @@ describe("replayBudget on small fixtures", () => {
     expect(r.summary.firstFlush).toEqual({ turn: 3, turnIndex: 2, entryId: "b0000006", line: 7, trigger: "delta" });
     expect(r.summary.flushes).toBe(3);
     expect(r.summary.peakTokens).toBe(147_000);
+  });
+
+  it("the peak counts every reported request: a final reply of 148,000 after the last tool turn's 147,000", async () => {
+    // budget-peak-on-final-reply.jsonl: budget-200k-threshold-delta.jsonl and a text-only reply (line 13).
+    const r = await replay("budget-peak-on-final-reply.jsonl");
+    expect(r.rows.map((row) => row.tokens)).toEqual([100_000, 107_999, 115_999, 146_999, 147_000]);
+    expect(r.summary).toMatchObject({ peakTokens: 148_000, peakTurn: null, peakEntryId: "b000000c", peakLine: 13 });
+    // The last reported request, read the same way, is that reply: the peak is never below it.
+    const session = await openSession(fixture("budget-peak-on-final-reply.jsonl"), "read");
+    expect(reportedRequests(session.branch).at(-1)).toMatchObject({ tokens: 148_000, entry: { id: "b000000c" } });
   });
 
   it("the first turn never fires the delta, however small the delta", async () => {

@@ -24,7 +24,7 @@
  */
 import type { ProtectionTest } from "../prune/protect.js";
 import type { AgentMessage, AssistantMessage, SessionEntry, ToolResultMessage } from "../session/types.js";
-import { hasValidUsage, usageTokens } from "../context/usage.js";
+import { hasValidUsage, peakRequest, reportedRequests, usageTokens, type ReportedRequest } from "../context/usage.js";
 
 /** The extension's ceiling on the budget level and on the delta's denominator (`src/budget.ts`). */
 export const MAX_BUDGET_WINDOW = 300_000;
@@ -84,9 +84,16 @@ export interface BudgetReport {
     deltaFlushes: number;
     /** The first turn where a trigger fires. */
     firstFlush: { turn: number; turnIndex: number; entryId: string; line: number | null; trigger: BudgetTrigger } | null;
-    /** Highest known `tokens` over the rows. */
+    /**
+     * Highest provider-reported usage of any request on the branch (every assistant message with
+     * usage Pi trusts, `context/usage.ts` `reportedRequests`: tool-using or not), never below the last.
+     */
     peakTokens: number | null;
+    /** The tool-using turn of that request, or null when it called no tool (then see `peakLine`). */
     peakTurn: number | null;
+    /** Entry id and 1-based line of the peak request. */
+    peakEntryId: string | null;
+    peakLine: number | null;
     /** Models the registry does not know (their turns have no window), `provider/model`. */
     unknownModels: string[];
   };
@@ -158,10 +165,14 @@ function evaluate(row: BudgetRow, previousFraction: number | null, delta: number
   return row.fraction !== null ? row.fraction : previousFraction;
 }
 
-function summaryOf(rows: BudgetRow[], toolTurns: number, unknown: Set<string>): BudgetReport["summary"] {
+function summaryOf(
+  rows: BudgetRow[],
+  toolTurns: number,
+  unknown: Set<string>,
+  peak: ReportedRequest | null,
+  lineOf: (entry: SessionEntry) => number | null,
+): BudgetReport["summary"] {
   const fired = rows.filter((r) => r.trigger !== "none");
-  let peak: BudgetRow | null = null;
-  for (const r of rows) if (r.tokens !== null && (peak === null || r.tokens > (peak.tokens ?? -1))) peak = r;
   const first = fired[0];
   return {
     toolTurns,
@@ -171,7 +182,9 @@ function summaryOf(rows: BudgetRow[], toolTurns: number, unknown: Set<string>): 
     deltaFlushes: fired.filter((r) => r.trigger === "delta").length,
     firstFlush: first ? { turn: first.turn, turnIndex: first.turnIndex, entryId: first.entryId, line: first.line, trigger: first.trigger } : null,
     peakTokens: peak?.tokens ?? null,
-    peakTurn: peak?.turn ?? null,
+    peakTurn: peak ? (rows.find((r) => r.entryId === peak.entry.id)?.turn ?? null) : null,
+    peakEntryId: peak?.entry.id ?? null,
+    peakLine: peak ? lineOf(peak.entry) : null,
     unknownModels: [...unknown],
   };
 }
@@ -234,5 +247,5 @@ export function replayBudget(branch: SessionEntry[], options: BudgetOptions): Bu
     else row.note = "nothing queued (calls unanswered or protected)";
     rows.push(row);
   }
-  return { threshold, delta, maxBudgetWindow: MAX_BUDGET_WINDOW, rows, summary: summaryOf(rows, toolTurns, unknown) };
+  return { threshold, delta, maxBudgetWindow: MAX_BUDGET_WINDOW, rows, summary: summaryOf(rows, toolTurns, unknown, peakRequest(reportedRequests(branch)), lineOf) };
 }

@@ -199,7 +199,7 @@ export function figures(s: SessionReport): HTMLElement {
     card("file", figure(s, "bytes", "bytes"), ` · v${s.fileVersion}`),
     card("requests · cost", figure(s, "usage.requests"), " · ", figure(s, "usage.cost", "usd")),
     card("last reported request", figure(s, "metrics.reportedUsage.tokens"), " tokens"),
-    card("peak reported", figure(s, "budget.summary.peakTokens"), b.peakTurn !== null ? ` at turn ${b.peakTurn}` : ""),
+    card("peak reported", figure(s, "budget.summary.peakTokens"), b.peakTurn !== null ? ` at turn ${b.peakTurn}` : b.peakLine !== null ? ` at line ${b.peakLine}` : ""),
     card(
       "pruning flushes",
       figure(s, "budget.summary.flushes"),

@@ -7,7 +7,7 @@
  */
 import type { ContextItem } from "../context/projection.js";
 import { contextSize, type ContextSize } from "../context/size.js";
-import { hasValidUsage, usageTokens } from "../context/usage.js";
+import { reportedRequests, usageTokens } from "../context/usage.js";
 import { resultKeyOf } from "../context/vocabulary.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
 import type { ProtectionTest } from "../prune/protect.js";
@@ -127,24 +127,21 @@ export interface MetricsInput {
   rendered: Rendered;
 }
 
-/** Message entries of the branch by role, tool calls and results, and the last usage Pi trusts. */
+/** Message entries of the branch by role, tool calls and results, and the last usage Pi trusts (`context/usage.ts` `reportedRequests`). */
 function branchCounts(branch: SessionEntry[]) {
   const roles: Record<string, number> = {};
   let toolCalls = 0;
   let toolResults = 0;
-  let lastUsage: { entry: SessionEntry; m: AssistantMessage } | null = null;
   for (const e of branch) {
     if (e.type !== "message") continue;
     const m = e.message as AssistantMessage | undefined;
     const role = String(m?.role);
     roles[role] = (roles[role] ?? 0) + 1;
-    if (role === "assistant" && m) {
-      if (Array.isArray(m.content)) toolCalls += m.content.filter((b) => b?.type === "toolCall").length;
-      if (hasValidUsage(m)) lastUsage = { entry: e, m };
-    }
+    if (role === "assistant" && m && Array.isArray(m.content)) toolCalls += m.content.filter((b) => b?.type === "toolCall").length;
     if (role === "toolResult") toolResults++;
   }
-  return { roles, toolCalls, toolResults, lastUsage };
+  const last = reportedRequests(branch).at(-1);
+  return { roles, toolCalls, toolResults, lastUsage: last ? { entry: last.entry, m: last.message } : null };
 }
 
 function reportedUsageOf(last: { entry: SessionEntry; m: AssistantMessage } | null, line: number | null): ReportedUsage | null {

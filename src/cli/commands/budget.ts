@@ -190,7 +190,7 @@ function formatBudget(
     `${summary.flushes} flush${summary.flushes === 1 ? "" : "es"} (${summary.budgetFlushes} budget, ${summary.deltaFlushes} delta) over ` +
       `${summary.evaluatedTurns} evaluated of ${summary.toolTurns} tool-using turns; ` +
       `first flush: ${first ? `turn ${first.turn} (${first.trigger}, entry ${first.entryId}${first.line !== null ? `, line ${first.line}` : ""})` : "none"}; ` +
-      `peak tokens: ${summary.peakTokens === null ? "unknown" : `${fmt(summary.peakTokens)} at turn ${summary.peakTurn}`}`,
+      `peak tokens: ${summary.peakTokens === null ? "unknown" : `${fmt(summary.peakTokens)} at ${peakPlace(summary)}`}`,
   );
   lines.push(piCompactionLine(report));
   if (summary.unknownModels.length > 0) lines.push(`unknown models (no window): ${summary.unknownModels.join(", ")}`);
@@ -238,4 +238,10 @@ function piCompactionLine(report: PiCompactionReport): string {
   });
   const partly = outlook.unknownTurns > 0 ? `; ? on the ${outlook.unknownTurns} turns whose window is unknown ${why}` : "";
   return `${head}${where.join("; ")}${partly}`;
+}
+
+/** Where the peak request is: its tool-using turn, or (a reply that called no tool) its entry and line. */
+function peakPlace(summary: { peakTurn: number | null; peakEntryId: string | null; peakLine: number | null }): string {
+  if (summary.peakTurn !== null) return `turn ${summary.peakTurn}`;
+  return `entry ${summary.peakEntryId}${summary.peakLine !== null ? `, line ${summary.peakLine}` : ""} (a reply without tool calls)`;
 }
