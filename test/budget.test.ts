@@ -284,3 +284,29 @@ describe("condense budget", () => {
     expect(w.contextWindow).toBe(200_000);
   });
 });
+
+describe("Pi's auto-compaction at a request without tool calls: one place for budget and report", () => {
+  // Pi compacts before the request of entry 25123f9e (line 446), an aborted reply with no tool
+  // call: the place is marked at tool-using turn 174, the first turn after it.
+  const file = path.join(SHARED_SESSIONS, "pimono-custom-tool-session.migrated-v3.jsonl");
+  const place = { entryId: "25123f9e", tokens: 183_630, reason: "threshold", contextWindow: 200_000, level: 183_616, turn: 174, turnIs: "next", line: 446 };
+
+  it("budget names the place, marks turn 174 in the table and draws a C under the chart", async () => {
+    const json = JSON.parse((await runCli("budget", file, "--json")).stdout);
+    expect(json.summary.piCompactions).toEqual([place]);
+    expect(json.rows.filter((r: { piCompaction: string | null }) => r.piCompaction !== null).map((r: { turn: number }) => r.turn)).toEqual([174]);
+    const text = (await runCliWith({ COLUMNS: "200" }, "budget", file)).stdout;
+    expect(text).toContain(
+      "Pi would auto-compact (reserveTokens 16,384): before the request of entry 25123f9e, line 446, a request without tool calls; " +
+        "marked at turn 174, the first it shrinks (~183,630 > 183,616 = 200,000 − 16,384)",
+    );
+    expect(text.trimEnd().split("\n").at(-1)?.trim()).toBe("C");
+  });
+
+  it("report says the same turn (not `turn —`), in its table and its JSON", async () => {
+    const json = JSON.parse((await runCli("report", file, "--json")).stdout);
+    expect(json.sessions[0].budget.summary.piCompactions).toEqual([place]);
+    const row = (await runCliWith({ COLUMNS: "250" }, "report", file)).stdout.split("\n").find((l) => l.includes("5fd1e58c"));
+    expect(row).toMatch(/│ turn 174 +│ \$19\.87 │$/);
+  });
+});

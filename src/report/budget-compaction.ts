@@ -17,7 +17,11 @@ export interface PiCompactionRow extends BudgetRow {
    * trusted (tokens): the same span as `tokens` (the request's input and output), from the messages alone.
    */
   estimateTokens: number | null;
-  /** Set on the turn where Pi would have compacted: before its request (`threshold`) or after it failed (`overflow`). */
+  /**
+   * Set on the turn where Pi would have compacted: before its request (`threshold`) or after it
+   * failed (`overflow`); when that request called no tool (an aborted or failed request, a text
+   * reply), on the first tool-using turn after it — the first this compaction shrinks.
+   */
   piCompaction: "threshold" | "overflow" | null;
 }
 
@@ -26,8 +30,21 @@ export interface PiCompactionReport extends Omit<BudgetReport, "rows" | "summary
   rows: PiCompactionRow[];
   summary: BudgetReport["summary"] & {
     /** Every place Pi would have auto-compacted (the first, and the first after each recorded compaction). */
-    piCompactions: (Omit<PiCompactionPoint, "index"> & { turn: number | null; line: number | null })[];
+    piCompactions: PiCompactionPlace[];
   };
+}
+
+/**
+ * One place Pi would auto-compact, located once for `budget`, `report` and the page (issue 14).
+ * `turn` is the tool-using turn marked in the table and the charts: the request's own turn
+ * (`turnIs: "request"`), or, when the request called no tool, the first tool-using turn after it
+ * (`"next"`); null (`"none"`) when no tool-using turn follows. `line` is the request's own line.
+ */
+export type PiCompactionPlace = Omit<PiCompactionPoint, "index"> & { turn: number | null; turnIs: "request" | "next" | "none"; line: number | null };
+
+/** The turn of a place as a short label, `turn 12`, or `line 446` when no tool-using turn follows it. */
+export function piCompactionLabel(p: Pick<PiCompactionPlace, "turn" | "line">): string {
+  return p.turn !== null ? `turn ${p.turn}` : `line ${p.line ?? "—"}`;
 }
 
 /**
@@ -46,8 +63,13 @@ export function withPiCompaction(
   const points = piCompactionPoints(branch, settings, windowOf, estimates);
   const tokensOf = new Map(estimates.map((e) => [e.entryId, e.tokens]));
   const estimateOf = new Map(estimatesThroughRequests(branch).map((e) => [e.entryId, e.tokens]));
-  const pointOf = new Map(points.map((p) => [p.entryId, p]));
-  const turnOf = new Map(report.rows.map((r) => [r.entryId, r.turn]));
+  // Each point's row: its own request's, or the first tool-using turn after it (rows are in branch order).
+  const position = new Map(branch.map((e, i) => [e.id, i]));
+  const rowAt = points.map((p) => {
+    const i = report.rows.findIndex((r) => (position.get(r.entryId) ?? -1) >= p.index);
+    return i < 0 ? null : { i, own: report.rows[i].entryId === p.entryId };
+  });
+  const pointOf = new Map(points.flatMap((p, k) => (rowAt[k] ? [[report.rows[rowAt[k].i].entryId, p] as const] : [])));
   return {
     ...report,
     compaction: settings,
@@ -59,7 +81,10 @@ export function withPiCompaction(
     })),
     summary: {
       ...report.summary,
-      piCompactions: points.map(({ index, ...p }) => ({ ...p, turn: turnOf.get(p.entryId) ?? null, line: lineOf(branch[index]) })),
+      piCompactions: points.map(({ index, ...p }, k) => {
+        const at = rowAt[k];
+        return { ...p, turn: at ? report.rows[at.i].turn : null, turnIs: at ? (at.own ? "request" : "next") : "none", line: lineOf(branch[index]) };
+      }),
     },
   };
 }

@@ -325,7 +325,9 @@ export function piCompactsText(s: SessionReport): string {
   if (!b.compaction.enabled) return "off (compaction.enabled: false)";
   const unknown = b.rows.some((r) => r.window === null);
   if (b.summary.piCompactions.length === 0) return unknown ? "unknown (window unknown)" : "never";
-  return `at turn ${b.summary.piCompactions.map((p) => p.turn ?? "—").join(", ")}${unknown ? " (window unknown on some turns)" : ""}`;
+  // The label of budget-compaction.ts `piCompactionLabel` (this function is serialized into the page: no imports).
+  const at = b.summary.piCompactions.map((p) => (p.turn !== null ? `turn ${p.turn}` : `line ${p.line ?? "—"}`));
+  return `at ${at.join(", ")}${unknown ? " (window unknown on some turns)" : ""}`;
 }
 
 /** Context before → after `run` (with the extension, and as stock Pi sends it) and after `compact`, as bars. */
@@ -402,7 +404,7 @@ export function eventsTable(s: SessionReport): HTMLElement {
     turn: p.turn,
     path: `budget.summary.piCompactions.${i}.turn`,
     what: `Pi would auto-compact (${p.reason})`,
-    detail: `~${fmt(p.tokens, "int")} > ${fmt(p.level, "int")} (line ${p.line ?? "—"})`,
+    detail: `~${fmt(p.tokens, "int")} > ${fmt(p.level, "int")} (line ${p.line ?? "—"}${p.turnIs === "next" ? ", a request without tool calls" : ""})`,
   }));
   const rows = [...c, ...m, ...first, ...pi];
   if (rows.length === 0) return h("p", { class: "dim" }, "No compaction, model switch or trigger on this branch.");

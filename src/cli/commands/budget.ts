@@ -231,7 +231,11 @@ function piCompactionLine(report: PiCompactionReport): string {
       : `${head}not on the ${outlook.turns - outlook.unknownTurns} turns whose window is known; ? on the ${outlook.unknownTurns} whose window is unknown ${why}`;
   }
   const where = points.map((p) => {
-    const at = `${p.turn !== null ? `turn ${p.turn}, ` : ""}entry ${p.entryId}${p.line !== null ? `, line ${p.line}` : ""}`;
+    const entry = `entry ${p.entryId}${p.line !== null ? `, line ${p.line}` : ""}`;
+    const at =
+      p.turnIs === "request"
+        ? `turn ${p.turn}, ${entry}`
+        : `${entry}, a request without tool calls${p.turnIs === "next" ? `; marked at turn ${p.turn}, the first it shrinks` : ""}`;
     return p.reason === "overflow"
       ? `after the request that overflowed (${at})`
       : `before the request of ${at} (~${fmt(p.tokens)} > ${fmt(p.level)} = ${fmt(p.contextWindow)} − ${fmt(c.reserveTokens)})`;

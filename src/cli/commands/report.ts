@@ -13,7 +13,7 @@ import { Option, type Command } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { loadConfig } from "../../config/config.js";
 import { sentContext } from "../../context/size.js";
-import { piCompactionOutlook } from "../../report/budget-compaction.js";
+import { piCompactionLabel, piCompactionOutlook } from "../../report/budget-compaction.js";
 import { isReportPageHead, REPORT_PAGE_HEAD_BYTES, reportPage, type ChartLibrary } from "../../report/html-page.js";
 import { REPORT_SCHEMA, reportTotals, sectionAnchors, type ReportDocument, type SessionReport } from "../../report/session-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
@@ -185,7 +185,7 @@ function piCompactsCell(s: ReportDocument["sessions"][number]): string {
   if (outlook.state === "off") return "off";
   if (outlook.state === "unknown") return "? (window unknown)";
   if (outlook.state === "never") return "never";
-  return `turn ${s.budget.summary.piCompactions.map((p) => p.turn ?? "—").join(", ")}${outlook.unknownTurns > 0 ? ", ?" : ""}`;
+  return `${s.budget.summary.piCompactions.map(piCompactionLabel).join(", ")}${outlook.unknownTurns > 0 ? ", ?" : ""}`;
 }
 
 /** The table without a browser: one row per session, fitted to the terminal. */
