@@ -280,11 +280,11 @@ describe("report --html", () => {
         .split("\n")[1]
         .split("│")
         .map((c) => c.trim()),
-    ).toEqual(["", "session", "size", "now", "run: ext.", "stock Pi", "compact", "Pi compacts", "cost", ""]);
+    ).toEqual(["", "session", "size", "Pi", "now", "run", "compact", "other", "Pi compacts", "cost", ""]);
     // At 80 columns: the narrow layout, every line within the width.
     const narrow = await harness(["report", file, shared(THREE[2])], { ...env(), COLUMNS: "80" });
     expect(narrow.code).toBe(0);
-    expect(narrow.stdout).toContain("run: ext.");
+    expect(narrow.stdout).toContain("│ Pi    │   now │        run │    compact │ other │");
     expect(
       Math.max(
         ...narrow.stdout
@@ -293,6 +293,19 @@ describe("report --html", () => {
           .map((l) => l.length),
       ),
     ).toBeLessThanOrEqual(80);
+  });
+});
+
+describe("the table leads with what the session's Pi sends: now → run → compact against one now", () => {
+  // gjc-02, no Pi settings (stock Pi): 32,174 now; stock Pi after run 24,973, after compact 22,953;
+  // the extension, not installed, would send 30,817 → 24,826 (the "other" figure).
+  const file = shared("gjc-02-inline-agent-design.v3.jsonl");
+
+  it("at 80 columns and wide", async () => {
+    const narrow = await harness(["report", file], { ...env(), COLUMNS: "80" });
+    expect(narrow.stdout).toContain("│ stock │ 32.2k │ 25.0k -22% │ 23.0k -29% │ 24.8k │");
+    const wide = await harness(["report", file], { ...env(), COLUMNS: "250" });
+    expect(wide.stdout).toMatch(/│ stock │ 32,174 → 24,973 \(-22%\) │ 32,174 → 22,953 \(-29%\) │ 30,817 → 24,826 \(-19%\) │ never +│ \$0\.00 │/);
   });
 });
 

@@ -159,25 +159,32 @@ async function writePage(doc: ReportDocument, library: ChartLibrary, file: strin
   out.info(`wrote ${target} (${kb.toLocaleString("en-US")} KB, ${doc.sessions.length} session${doc.sessions.length === 1 ? "" : "s"})`);
 }
 
-/** The table's columns: every one, the short figures with the facts beside them, and the ones kept on a narrow terminal. */
+/**
+ * The table's columns: every one, the short figures with the facts beside them, and the ones kept
+ * on a narrow terminal. Each leads with what the session's Pi sends (`Pi`: stock Pi unless
+ * pi-condense is installed and on) now → after run → after compact, every change against that
+ * same "now"; the other Pi's figure after run comes last.
+ */
 const WIDE: Column[] = [
   { head: "session", fit: true, minWidth: 24 },
   { head: "size", align: "right" },
   { head: "peak reported", align: "right" },
-  { head: "run: extension", align: "right" },
-  { head: "run: stock Pi", align: "right" },
+  { head: "Pi", align: "left" },
+  { head: "run", align: "right" },
   { head: "compact", align: "right" },
+  { head: "other Pi: run", align: "right" },
   { head: "Pi compacts", align: "left" },
   { head: "cost", align: "right" },
 ];
 const COMPACT: Column[] = [
   { head: "session", fit: true, minWidth: 16 },
+  { head: "Pi", align: "left" },
   { head: "now", align: "right" },
-  { head: "run: ext.", align: "right" },
-  { head: "stock Pi", align: "right" },
+  { head: "run", align: "right" },
   { head: "compact", align: "right" },
+  { head: "other", align: "right" },
 ];
-const MEDIUM: Column[] = [...COMPACT.slice(0, 1), { head: "size", align: "right" }, ...COMPACT.slice(1), WIDE[6], WIDE[7]];
+const MEDIUM: Column[] = [...COMPACT.slice(0, 1), { head: "size", align: "right" }, ...COMPACT.slice(1), WIDE[7], WIDE[8]];
 
 /** Where Pi itself would auto-compact: the turns, never, ? (a window unknown, as `compact --if-over` says), or off. */
 function piCompactsCell(s: ReportDocument["sessions"][number]): string {
@@ -191,41 +198,44 @@ function piCompactsCell(s: ReportDocument["sessions"][number]): string {
 /** The table without a browser: one row per session, fitted to the terminal. */
 function formatTable(doc: ReportDocument, out: Output): string {
   const labels = sessionLabels(doc.sessions);
-  const change = (c: { before: { tokens: number }; after: { tokens: number } }) =>
-    `${n(c.before.tokens)} → ${n(c.after.tokens)} (${percentChange(c.before.tokens, c.after.tokens)})`;
-  // compact: what the session's Pi sends (stock Pi's unless the extension is installed and on).
-  const compacted = (s: ReportDocument["sessions"][number]) => sentContext(s.compact.context, s.compact.target);
+  type Change = { before: { tokens: number }; after: { tokens: number } };
+  const change = (c: Change) => `${n(c.before.tokens)} → ${n(c.after.tokens)} (${percentChange(c.before.tokens, c.after.tokens)})`;
+  // What the session's Pi sends (stock Pi's unless the extension is installed and on), and the other Pi's.
+  const sent = (s: ReportDocument["sessions"][number]) => ({
+    pi: s.run.target.used === "pi" ? "stock" : "ext.",
+    run: sentContext(s.run.context, s.run.target),
+    compact: sentContext(s.compact.context, s.compact.target),
+    other: s.run.target.used === "pi" ? s.run.context : s.run.context.piOnly,
+  });
   const wide = doc.sessions.map((s, i) => {
     const peak = s.budget.summary.peakTokens;
+    const f = sent(s);
     return [
       labels[i],
       formatBytes(s.bytes),
       peak === null ? "—" : n(peak),
-      change(s.run.context),
-      change(s.run.context.piOnly),
-      change(compacted(s)),
+      f.pi,
+      change(f.run),
+      change(f.compact),
+      change(f.other),
       piCompactsCell(s),
       `$${s.usage.cost.toFixed(2)}`,
     ];
   });
-  // Short: the size the session's Pi sends now, then each "after" with its change against its own "now".
-  const after = (c: { before: { tokens: number }; after: { tokens: number } }) =>
-    `${shortCount(c.after.tokens)} ${percentChange(c.before.tokens, c.after.tokens)}`;
-  const narrow = doc.sessions.map((s, i) => [
-    labels[i],
-    shortCount(sentContext(s.run.context, s.run.target).before.tokens),
-    after(s.run.context),
-    after(s.run.context.piOnly),
-    after(compacted(s)),
-  ]);
-  const medium = doc.sessions.map((s, i) => [narrow[i][0], formatBytes(s.bytes), ...narrow[i].slice(1), wide[i][6], wide[i][7]]);
+  // Short: the size the session's Pi sends now, then each "after" with its change against that "now".
+  const after = (c: Change) => `${shortCount(c.after.tokens)} ${percentChange(c.before.tokens, c.after.tokens)}`;
+  const narrow = doc.sessions.map((s, i) => {
+    const f = sent(s);
+    return [labels[i], f.pi, shortCount(f.run.before.tokens), after(f.run), after(f.compact), shortCount(f.other.after.tokens)];
+  });
+  const medium = doc.sessions.map((s, i) => [narrow[i][0], formatBytes(s.bytes), ...narrow[i].slice(1), wide[i][7], wide[i][8]]);
   const { text } = out.fitted([
     { columns: WIDE, rows: wide },
     { columns: MEDIUM, rows: medium },
     { columns: COMPACT, rows: narrow },
   ]);
   const legend =
-    "~tokens Pi sends now → after run (with the extension, and stock Pi) and after compact (now and compact: as the session's Pi sends it, " +
-    "stock Pi unless pi-condense is installed and on) · condense report --html FILE draws them per turn";
+    "~tokens the session's Pi sends (Pi: stock Pi, or ext. when pi-condense is installed and on) now → after run and after compact, " +
+    "each change against that now · other: the other Pi after run · condense report --html FILE draws them per turn";
   return `${text}\n${out.c.dim(wrapWords(legend, out.width))}`;
 }
