@@ -223,11 +223,27 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
       const order = () =>
         page.evaluate(() => [...document.querySelectorAll("table.sessions tbody tr[data-session]")].map((r) => r.getAttribute("data-session")));
       const byDesc = (f: (s: any) => number) => [...doc.sessions].sort((a, b) => f(b) - f(a)).map((s: any) => s.anchor);
+      // Reclaim of what each session's Pi sends (stock Pi here: no Pi settings).
       const reclaim = (s: any) =>
-        s.run.context.before.tokens > 0 ? (s.run.context.before.tokens - s.run.context.after.tokens) / s.run.context.before.tokens : 0;
+        s.run.context.piOnly.before.tokens > 0
+          ? (s.run.context.piOnly.before.tokens - s.run.context.piOnly.after.tokens) / s.run.context.piOnly.before.tokens
+          : 0;
+      // The row leads with what the session's Pi sends, figures that add up: gjc-02 32,174 − 24,973 = 7,201.
+      const rowOf = (title: string) =>
+        page.evaluate((t) => {
+          const row = [...document.querySelectorAll("table.sessions tbody tr[data-session]")].find((r) => r.querySelector("a")?.textContent?.startsWith(t));
+          return row ? [...row.children].map((c) => c.textContent) : null;
+        }, title);
+      const heads = await page.evaluate(() => [...document.querySelectorAll("table.sessions th")].map((th) => th.textContent));
+      expect(heads.slice(4, 12)).toEqual(["Pi", "now", "after run", "reclaim", "after compact", "other Pi now", "other Pi after run", "other Pi after compact"]);
+      expect((await rowOf("019f5be5"))?.slice(4, 12)).toEqual(["stock Pi", "32,174", "24,973", "7,201 (22%)", "22,953", "30,817", "24,826", "22,953"]);
+      // Two files of one session (5fd1e58c): told apart by file name, as the CLI table does.
+      expect(await rowOf("5fd1e58c")).toBeNull();
+      expect(await rowOf("pimono-custom-tool-session.v1.jsonl 2025-12-17")).not.toBeNull();
+      expect(await rowOf("pimono-custom-tool-session.migrated-v3.jsonl 2025-12-17")).not.toBeNull();
       for (const [column, key] of [
         ["size", (s: any) => s.bytes],
-        ["reclaim (extension)", reclaim],
+        ["reclaim", reclaim],
         ["cost", (s: any) => s.usage.cost],
       ] as const) {
         await page.click(`table.sessions th:text-is("${column}")`);

@@ -56,10 +56,10 @@ export function figure(s: SessionReport, path: string, unit: "int" | "usd" | "pc
   return h("span", { class: "num", "data-field": path, "data-value": n === null ? "null" : String(n) }, fmt(n, unit));
 }
 
-/** How a session is named: short id, date, then its name or first prompt cut to `max` characters (the file name without an id). */
-export function sessionTitle(s: SessionReport, max: number): string {
+/** How a session is named: short id (the file name without one, or with `byFile` where ids are shared), date, then its name or first prompt cut to `max` characters. */
+export function sessionTitle(s: SessionReport, max: number, byFile = false): string {
   const title = s.label.title.length > max ? `${s.label.title.slice(0, max - 1).trimEnd()}…` : s.label.title;
-  return [s.label.shortId || s.session.split("/").pop(), s.label.date, title].filter(Boolean).join(" ");
+  return [(!byFile && s.label.shortId) || s.session.split(/[\\/]/).pop(), s.label.date, title].filter(Boolean).join(" ");
 }
 
 /** The share saved going from `before` to `after`, as `−45%` (a growth as `+12%`). */
@@ -86,27 +86,53 @@ export function reportMain(): void {
   for (const draw of charts) draw();
 }
 
-/** The table of sessions, sortable by each numeric column, each row linking to its section. */
+/**
+ * The table of sessions, sortable by each numeric column, each row linking to its section. It leads
+ * with what the session's Pi sends (`run.target`: stock Pi's `piOnly` unless pi-condense is
+ * installed and on) now → after run → reclaim → after compact, every figure against that one
+ * "now"; the other Pi's figures follow. Sessions sharing a short id are told apart by file name.
+ */
 export function archiveTable(doc: ReportDocument): HTMLElement {
-  const cols: [string, string, "int" | "usd" | "bytes" | "pct"][] = [
-    ["size", "bytes", "bytes"],
-    ["tool turns", "budget.summary.toolTurns", "int"],
-    ["peak reported", "budget.summary.peakTokens", "int"],
-    ["stock Pi now", "run.context.piOnly.before.tokens", "int"],
-    ["extension after run", "run.context.after.tokens", "int"],
-    ["reclaim (extension)", "reclaim", "pct"],
-    ["stock Pi after run", "run.context.piOnly.after.tokens", "int"],
-    ["after compact (extension)", "compact.context.after.tokens", "int"],
-    ["stock Pi after compact", "compact.context.piOnly.after.tokens", "int"],
-    ["cost", "usage.cost", "usd"],
+  // [label, path of the figure for a session, unit]; "reclaim" is computed, "pi" is text.
+  const sent = (s: SessionReport, of: "run" | "compact") => (s[of].target.used === "pi" ? `${of}.context.piOnly` : `${of}.context`);
+  const other = (s: SessionReport, of: "run" | "compact") => (s[of].target.used === "pi" ? `${of}.context` : `${of}.context.piOnly`);
+  const cols: [string, (s: SessionReport) => string, "int" | "usd" | "bytes" | "pct" | "text"][] = [
+    ["size", () => "bytes", "bytes"],
+    ["tool turns", () => "budget.summary.toolTurns", "int"],
+    ["peak reported", () => "budget.summary.peakTokens", "int"],
+    ["Pi", () => "pi", "text"],
+    ["now", (s) => `${sent(s, "run")}.before.tokens`, "int"],
+    ["after run", (s) => `${sent(s, "run")}.after.tokens`, "int"],
+    ["reclaim", () => "reclaim", "pct"],
+    ["after compact", (s) => `${sent(s, "compact")}.after.tokens`, "int"],
+    ["other Pi now", (s) => `${other(s, "run")}.before.tokens`, "int"],
+    ["other Pi after run", (s) => `${other(s, "run")}.after.tokens`, "int"],
+    ["other Pi after compact", (s) => `${other(s, "compact")}.after.tokens`, "int"],
+    ["cost", () => "usage.cost", "usd"],
   ];
-  const head = h("tr", {}, h("th", { "data-sort": "text" }, "session"), ...cols.map(([label]) => h("th", { "data-sort": "number" }, label)));
+  const head = h(
+    "tr",
+    {},
+    h("th", { "data-sort": "text" }, "session"),
+    ...cols.map(([label, , unit]) =>
+      h("th", { "data-sort": unit === "text" ? "text" : "number", ...(label.startsWith("other Pi") ? { class: "dim" } : {}) }, label),
+    ),
+  );
   const body = h("tbody", {});
+  const shared = new Map<string, number>();
+  for (const s of doc.sessions) if (s.label.shortId) shared.set(s.label.shortId, (shared.get(s.label.shortId) ?? 0) + 1);
   for (const s of doc.sessions) {
-    const link = h("a", { href: `#${s.anchor}`, title: s.label.title }, sessionTitle(s, 40));
-    const cells = cols.map(([, path, unit]) => {
-      if (path !== "reclaim") return h("td", { "data-sort-value": String(pick(s, path) ?? "") }, figure(s, path, unit));
-      const { before, after } = s.run.context;
+    const byFile = !s.label.shortId || (shared.get(s.label.shortId) ?? 0) > 1;
+    const link = h("a", { href: `#${s.anchor}`, title: s.label.title }, sessionTitle(s, 40, byFile));
+    const cells = cols.map(([label, pathOf, unit]) => {
+      const dim = label.startsWith("other Pi") ? { class: "dim" } : {};
+      const path = pathOf(s);
+      if (path === "pi") {
+        const pi = s.run.target.used === "pi" ? "stock Pi" : "extension";
+        return h("td", { "data-sort-value": pi, title: s.run.target.reason }, pi);
+      }
+      if (path !== "reclaim") return h("td", { "data-sort-value": String(pick(s, path) ?? ""), ...dim }, figure(s, path, unit as "int" | "usd" | "bytes" | "pct"));
+      const { before, after } = pick(s, sent(s, "run")) as { before: { tokens: number }; after: { tokens: number } };
       const pct = before.tokens > 0 ? (100 * (before.tokens - after.tokens)) / before.tokens : 0;
       return h("td", { "data-sort-value": String(pct) }, `${fmt(before.tokens - after.tokens, "int")} (${fmt(pct, "pct")})`);
     });
@@ -133,7 +159,12 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
     "section",
     { id: "sessions" },
     h("h2", {}, "Sessions"),
-    h("p", { class: "dim" }, `${totals} · click a column to sort`),
+    h(
+      "p",
+      { class: "dim" },
+      `${totals} · now → after run → reclaim → after compact: ~tokens the session's Pi sends (stock Pi unless pi-condense is installed and on); ` +
+        "other Pi: the same for the other one · click a column to sort",
+    ),
     h("div", { class: "scroll" }, table),
   );
 }
