@@ -151,7 +151,7 @@ function diskLine(results: RunFileResult[], output?: string): string {
   const growth = `${formatBytes(t.disk.appendBytes)}${pct}`;
   let line =
     output !== undefined
-      ? `${output} ${t.dryRun ? "would hold" : "holds"} the session's bytes + ${growth}; the session file is untouched`
+      ? `${output} ${t.dryRun ? "would hold" : "holds"} ${results.some((r) => r.migratedFrom !== undefined) ? "the session's v3 rewrite" : "the session's bytes"} + ${growth}; the session file is untouched`
       : `${one ? "the session file" : "session files"} ${t.dryRun ? "would grow" : "grew"} by ${growth}`;
   if (t.disk.sidecarFiles > 0) {
     const dirs = results.flatMap((r) => r.disk.sidecarDirs);
