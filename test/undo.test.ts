@@ -103,6 +103,15 @@ describe("undo refuses, and changes nothing", () => {
     return { file, original, after: readFileSync(file), entries: JSON.parse(r.stdout).sessions[0].entriesAppended };
   }
 
+  it("when the argument names several files (a folder): says how many it names", async () => {
+    const dir = path.join(tmp.dir, "folder-of-three");
+    mkdirSync(dir);
+    for (const name of ["a.jsonl", "b.jsonl", "c.jsonl"]) copyFileSync(SOURCE, path.join(dir, name));
+    const r = await runCli(["undo", dir], env);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`error: undo takes one session; ${dir} names 3 files\n`);
+  });
+
   it("when Pi appended after condense's entries (Pi 1.6's SessionManager, from its stale leaf)", async () => {
     const Pi = await importPiSessionManager();
     const file = path.join(tmp.dir, `pi-${n++}.jsonl`);
