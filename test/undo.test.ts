@@ -107,9 +107,14 @@ describe("undo refuses, and changes nothing", () => {
     const dir = path.join(tmp.dir, "folder-of-three");
     mkdirSync(dir);
     for (const name of ["a.jsonl", "b.jsonl", "c.jsonl"]) copyFileSync(SOURCE, path.join(dir, name));
-    const r = await runCli(["undo", dir], env);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toBe(`error: undo takes one session; ${dir} names 3 files\n`);
+    for (const command of ["undo", "budget"]) {
+      const r = await runCli([command, dir], env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`error: ${command} takes one session; ${dir} names 3 files\n`);
+    }
+    const out = await runCli(["run", dir, "--output", path.join(tmp.dir, "three-out.jsonl")], env);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe("error: --output takes one session; the arguments name 3 files\n");
   });
 
   it("when Pi appended after condense's entries (Pi 1.6's SessionManager, from its stale leaf)", async () => {
