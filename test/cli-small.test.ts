@@ -70,7 +70,9 @@ describe("the top-level help", () => {
 
   it("shows defaults and choices unquoted, and no empty-list default, in every command's help", async () => {
     const commands = Object.keys(COMMAND_SUMMARIES);
-    expect(commands).toEqual(expect.arrayContaining(["run", "render", "query", "metrics", "budget", "report", "compact", "undo", "install-skill", "completion"]));
+    expect(commands).toEqual(
+      expect.arrayContaining(["run", "render", "query", "metrics", "budget", "report", "compact", "undo", "install-skill", "completion"]),
+    );
     for (const command of commands) {
       const r = await runCli(command, "--help");
       expect(r.code, command).toBe(0);

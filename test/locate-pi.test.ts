@@ -256,7 +256,12 @@ describe("a session id that no file name carries: found by the id in the headers
     const renamed = path.join(dir, "kimchi-statusline.v3.jsonl");
     copyFileSync(STATUSLINE, renamed);
     // A Pi-named session of another id, which the file-name match looks at first.
-    const piNamed = session(dir, "2026-01-01T00-00-00-000Z_0f0000aa-0000-7000-8000-0000000000ab.jsonl", hdr("0f0000aa-0000-7000-8000-0000000000ab", cwd), 1_700_000_000);
+    const piNamed = session(
+      dir,
+      "2026-01-01T00-00-00-000Z_0f0000aa-0000-7000-8000-0000000000ab.jsonl",
+      hdr("0f0000aa-0000-7000-8000-0000000000ab", cwd),
+      1_700_000_000,
+    );
     const env = { PI_CODING_AGENT_DIR: agent };
     expect(await resolveSessionArgs(["019dce0b"], { cwd, env })).toEqual([renamed]);
     expect(await resolveSessionArgs([STATUSLINE_ID], { cwd, env })).toEqual([renamed]);
@@ -278,4 +283,3 @@ describe("a session id that no file name carries: found by the id in the headers
     );
   });
 });
-

@@ -384,7 +384,8 @@ describe("configuration and refusals", () => {
     const toOutput = await runCli([file, "--migrate", "--output", output, "--target", "extension"], { CONDENSE_NOW: NOW, COLUMNS: "400" });
     expect(toOutput.code, toOutput.stderr).toBe(0);
     expect(readFileSync(file).equals(bytes)).toBe(true);
-    const doc = JSON.parse((await runCli([file, "--migrate", "--output", `${output}.2`, "--target", "extension", "--json"], { CONDENSE_NOW: NOW })).stdout).sessions[0];
+    const doc = JSON.parse((await runCli([file, "--migrate", "--output", `${output}.2`, "--target", "extension", "--json"], { CONDENSE_NOW: NOW })).stdout)
+      .sessions[0];
     const tail = toOutput.stdout.trimEnd().split("\n");
     expect(tail.at(-1)).toBe(
       `wrote ${output}: the v3 rewrite of ${file} + ${doc.entriesAppended} entries (+${doc.bytesAppended.toLocaleString("en-US")} bytes); ${file} is untouched`,
