@@ -170,3 +170,12 @@ describe("settleJournal on a file", () => {
     expect(records.at(-1)?.writeId).toBe(`w${n}`);
   });
 });
+
+describe("sha256Hex", () => {
+  it("hashes bytes and a string's UTF-8 alike (the FIPS 180-2 vector for 'abc')", () => {
+    const abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    expect(sha256Hex("abc")).toBe(abc);
+    expect(sha256Hex(Buffer.from("abc"))).toBe(abc);
+    expect(sha256Hex("é\0x")).toBe(sha256Hex(Buffer.from("é\0x", "utf8")));
+  });
+});

@@ -70,6 +70,9 @@ describe("what an output says", () => {
       "./b/c.js",
       "~/.pi/agent/settings.json",
     ]);
+    // With a limit: the first paths of the whole list, distinct (a repeat does not count), and the scan stops there.
+    expect(filePaths("a/x.ts b/y.ts a/x.ts https://h.io/p/q.js c/z.ts d/w.ts", 3)).toEqual(["a/x.ts", "b/y.ts", "c/z.ts"]);
+    expect(filePaths("a/x.ts b/y.ts", 5)).toEqual(["a/x.ts", "b/y.ts"]);
     expect(failureReason('Validation failed for tool "edit":\n  - oldText: required\n\nReceived: {}')).toEqual([
       'Validation failed for tool "edit":',
       "- oldText: required",

@@ -150,7 +150,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     dryRun: options.dryRun,
     written,
     bytesAppended,
-    disk: diskGrowth(session, plan),
+    disk: diskGrowth(session, plan, written === null ? undefined : bytesAppended),
     warnings,
     ...migration,
     ...(refusal ? { wouldRefuse: refusal } : {}),
@@ -188,13 +188,16 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   return done(plan.report, written, bytesAppended, plan);
 }
 
-/** What the plan adds on disk (nothing without a plan). */
-function diskGrowth(session: Session, plan: RunPlan | undefined): DiskGrowth {
+/**
+ * What the plan adds on disk (nothing without a plan).
+ * @param appended the bytes a write appended (serialized once, by the write), when it wrote
+ */
+function diskGrowth(session: Session, plan: RunPlan | undefined, appended?: number): DiskGrowth {
   const entries = plan?.entries ?? [];
   const sidecars = plan?.sidecars ?? [];
   return {
     fileBytes: session.size,
-    appendBytes: entries.length > 0 ? appendedBytes(session, entries) : 0,
+    appendBytes: appended ?? (entries.length > 0 ? appendedBytes(session, entries) : 0),
     sidecarFiles: sidecars.length,
     sidecarBytes: sidecars.reduce((n, s) => n + Buffer.byteLength(s.text, "utf8"), 0),
     sidecarDirs: [...new Set(sidecars.map((s) => dirname(s.path)))],

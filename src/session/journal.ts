@@ -13,7 +13,7 @@
  * The pure part ({@link classifyTail}) decides, from the bytes after the recorded size, which of them
  * are condense's own; {@link settleJournal} (session/recover.ts) acts on it.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHash, hash, randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
@@ -103,10 +103,12 @@ export const UNDO_KEEP = 20;
 export const journalPath = (session: string): string => `${session}.condense-journal`;
 export const undoPath = (session: string): string => `${session}.condense-undo`;
 
-/** sha256 of bytes, hex. */
-export function sha256Hex(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
-}
+/**
+ * sha256 of bytes (or of a string's UTF-8), hex: Node's one-shot `crypto.hash` where it exists
+ * (20.12+: no hash object per call, which entry ids make tens of thousands of), else a hash object.
+ */
+export const sha256Hex: (data: Uint8Array | string) => string =
+  typeof hash === "function" ? (data) => hash("sha256", data, "hex") : (data) => createHash("sha256").update(data).digest("hex");
 
 /** The line table of an append: `parts[i]` is one line (ending in "\n"); `ids[i]` its entry id or null. */
 export function lineTable(parts: Buffer[], ids: (string | null)[]): JournalLine[] {

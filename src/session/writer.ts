@@ -11,7 +11,6 @@
  * (session/recover.ts: only condense's own bytes are removed); a complete write turns the journal
  * into an undo record.
  */
-import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, readSync, realpathSync, statSync, writeSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { hostname } from "node:os";
@@ -83,10 +82,7 @@ export class IdAllocator {
 
   next(): string {
     for (;;) {
-      const id = createHash("sha256")
-        .update(`${this.seed}\0${this.counter++}`)
-        .digest("hex")
-        .slice(0, 8);
+      const id = sha256Hex(`${this.seed}\0${this.counter++}`).slice(0, 8);
       if (!this.taken.has(id) && !this.given.has(id)) {
         this.given.add(id);
         return id;

@@ -55,8 +55,15 @@ export function keyArgument(args: unknown): string | undefined {
     const first = clean((name === "command" || name === "cmd" ? lines.find((l) => !l.trim().startsWith("#")) : undefined) ?? lines[0] ?? "");
     return first !== "" ? first : undefined;
   };
-  const primary = KEY_ARGS.find((name) => str(name) !== undefined);
-  const value = primary === undefined ? undefined : str(primary);
+  let primary: string | undefined;
+  let value: string | undefined;
+  for (const name of KEY_ARGS) {
+    value = str(name);
+    if (value !== undefined) {
+      primary = name;
+      break;
+    }
+  }
   if (primary !== undefined && value !== undefined) {
     const where = SEARCH_ARGS.has(primary) ? PATH_ARGS.map(str).find((v) => v !== undefined) : undefined;
     return cropAtWord(where ? `${value} in ${where}` : value, MAX_ARG_CHARS);
@@ -109,7 +116,7 @@ export function callNotes(call: SummaryCall, stripped?: string): CallNotes {
   }
   const searched = lines.filter((l) => MATCH.test(l));
   if (searched.length * 2 >= lines.length) for (const line of searched) keep(notes.matches, line, MAX_MATCH_LINES);
-  notes.paths = filePaths(text).slice(0, MAX_PATHS);
+  notes.paths = filePaths(text, MAX_PATHS);
   return notes;
 }
 

@@ -64,10 +64,16 @@ export function exitStatuses(text: string): string[] {
   return [...new Set([...text.matchAll(EXIT)].map((m) => m[1]))];
 }
 
-/** The distinct file paths an output names, in order of first appearance. */
-export function filePaths(text: string): string[] {
+/**
+ * The distinct file paths an output names, in order of first appearance.
+ * @param limit stop once this many are found (the first `limit` of the whole list; default all)
+ */
+export function filePaths(text: string, limit = Number.POSITIVE_INFINITY): string[] {
   const out = new Set<string>();
-  for (const m of text.matchAll(PATH)) if (!m[1].includes("//")) out.add(m[1]);
+  for (const m of text.matchAll(PATH)) {
+    if (out.size >= limit) break;
+    if (!m[1].includes("//")) out.add(m[1]);
+  }
   return [...out];
 }
 
