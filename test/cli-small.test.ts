@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chainToolRefs } from "../src/chain/compress.js";
+import { COMMAND_SUMMARIES } from "../src/cli/command-list.js";
 import { buildProgram } from "../src/cli/main.js";
 import { suggestCommand } from "../src/cli/suggest.js";
 import { copyInto, FIXTURES, runCli, runCliWith, tempDir } from "./cli-capture.js";
@@ -67,16 +68,27 @@ describe("the top-level help", () => {
     expect(r.stdout).toContain("The main job is the default command: `condense <session...>` is `condense run <session...>`");
   });
 
-  it("shows numeric defaults as numbers, not quoted strings, in every command's help", async () => {
-    const commands = ["run", "render", "query", "metrics", "budget", "report", "compact", "undo", "install-skill", "completion"];
+  it("shows defaults and choices unquoted, and no empty-list default, in every command's help", async () => {
+    const commands = Object.keys(COMMAND_SUMMARIES);
+    expect(commands).toEqual(
+      expect.arrayContaining(["run", "render", "query", "metrics", "budget", "report", "compact", "undo", "install-skill", "completion"]),
+    );
     for (const command of commands) {
       const r = await runCli(command, "--help");
       expect(r.code, command).toBe(0);
-      expect(r.stdout.replace(/\s+/g, " "), command).not.toMatch(/default: "\d+"/);
+      const text = r.stdout.replace(/\s+/g, " ");
+      expect(text, command).not.toContain('default: "');
+      expect(text, command).not.toContain("default: []");
+      expect(text, command).not.toContain('choices: "');
     }
     const help = async (command: string) => (await runCli(command, "--help")).stdout.replace(/\s+/g, " ");
-    expect(await help("run")).toContain("parallel summarizer calls (default: 4)");
+    const run = await help("run");
+    expect(run).toContain("parallel summarizer calls (default: 4)");
+    expect(run).toContain("(choices: auto, pi, extension, default: auto)");
+    expect(run).toContain("--set <key=value> set any configuration key (repeatable) --");
     expect(await help("report")).toContain("largest tool outputs listed per session (default: 10)");
+    expect(await help("render")).toContain("text transcript or the JSON message array (choices: text, json, default: text)");
+    expect(await help("completion")).toContain("the shell (choices: bash, zsh, fish)");
   });
 });
 

@@ -270,6 +270,12 @@ describe("compact: archives, --jobs, failures", () => {
     const out = await compact([v1, "--keep-recent-tokens", "0", "--migrate", "--output", output]);
     expect(out.code, out.stderr).toBe(0);
     expect(readFileSync(v1).equals(before)).toBe(true);
+    // The output holds the v3 rewrite of the input (not its bytes) and the compaction entry.
+    const v3Bytes = Buffer.byteLength(readFileSync(output, "utf8").trimEnd().split("\n").slice(0, -1).join("\n")) + 1;
+    const added = statSync(output).size - v3Bytes;
+    expect(out.stdout.trimEnd().split("\n").pop()).toBe(
+      `wrote ${output}: the v3 rewrite of ${v1} + 1 entry (+${added.toLocaleString("en-US")} bytes); ${v1} is untouched`,
+    );
     const lines = readFileSync(output, "utf8")
       .trimEnd()
       .split("\n")

@@ -15,6 +15,8 @@ import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 import { hasTmux, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
 
 const SOURCE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+/** A frame of ora's default spinner (dots). */
+const SPINNER_FRAME = /[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/;
 const LARGE = path.join(SHARED_SESSIONS, "pimono-before-compaction.migrated-v3.jsonl");
 
 describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
@@ -139,7 +141,9 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
   for (const [command, extra, progress, tail] of READS) {
     it(`${[command, ...extra].join(" ")}: exit 130 and one closing line "interrupted: N of M sessions done, …"`, async () => {
       const name = `${command}${extra.join("")}`.replace(/[^a-z]/g, "");
-      const folder = path.join(tmp.dir, `large-${name}`);
+      // A long folder name: the progress line is as wide as the terminal allows, where the `^C`
+      // echo would wrap it and leave half of it on screen.
+      const folder = path.join(tmp.dir, `large-${name}-${"x".repeat(120)}`);
       mkdirSync(folder);
       // Copies for the command that writes, else hard links to one copy (one file on disk).
       const writes = command === "compact" && extra.length === 0;
@@ -158,8 +162,10 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
       const [done, left] = [Number(m?.[1]), Number(m?.[2])];
       expect(done + left).toBe(24);
       expect(left).toBeGreaterThan(0);
-      // The closing line is the last thing printed.
-      expect(interruptLines(run.screen().trimEnd().split("\n").pop() ?? "")).toEqual(lines);
+      // The closing line is the last thing printed, and the progress line is gone: no spinner frame is left.
+      const screenLines = run.screen().trimEnd().split("\n");
+      expect(interruptLines(screenLines.at(-1) ?? "")).toEqual(lines);
+      expect(screenLines.filter((l) => SPINNER_FRAME.test(l))).toEqual([]);
       const changed = files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
       expect(changed).toHaveLength(writes ? done : 0);
       if (command === "report") expect(existsSync(path.join(tmp.dir, "page.html"))).toBe(false);

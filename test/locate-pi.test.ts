@@ -7,12 +7,12 @@
  * (project `.pi/settings.json` over the global one, relative to the cwd) is written out here from
  * Pi's documented rules; the search inside that folder is still Pi's.
  */
-import { mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { cwdFolderName, latestSessionFor, resolveSessionArgs } from "../src/session/locate.js";
 import { runCli } from "./cli-harness.js";
-import { importPiSessionManager, makeTempDir } from "./helpers.js";
+import { importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 
 let Pi: any;
 const tmp = makeTempDir("locate-pi");
@@ -242,5 +242,44 @@ describe("no session argument: the session pi --continue opens", () => {
     const json = JSON.parse(r.stdout);
     expect(json.session).toBe(file);
     expect(json.results[0].output).toBe(Array.from({ length: 400 }, (_, i) => String(i + 1)).join("\n"));
+  });
+});
+
+describe("a session id that no file name carries: found by the id in the headers", () => {
+  const STATUSLINE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+  const STATUSLINE_ID = "019dce0b-879b-730d-99c2-d8ae04e716d2";
+
+  it("--session 019dce0b finds kimchi-statusline.v3.jsonl in Pi's folder; an ambiguous prefix lists the matches", async () => {
+    const { agent, cwd } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    mkdirSync(dir, { recursive: true });
+    const renamed = path.join(dir, "kimchi-statusline.v3.jsonl");
+    copyFileSync(STATUSLINE, renamed);
+    // A Pi-named session of another id, which the file-name match looks at first.
+    const piNamed = session(
+      dir,
+      "2026-01-01T00-00-00-000Z_0f0000aa-0000-7000-8000-0000000000ab.jsonl",
+      hdr("0f0000aa-0000-7000-8000-0000000000ab", cwd),
+      1_700_000_000,
+    );
+    const env = { PI_CODING_AGENT_DIR: agent };
+    expect(await resolveSessionArgs(["019dce0b"], { cwd, env })).toEqual([renamed]);
+    expect(await resolveSessionArgs([STATUSLINE_ID], { cwd, env })).toEqual([renamed]);
+    expect(await resolveSessionArgs(["0f0000aa"], { cwd, env })).toEqual([piNamed]);
+    // Through the command line: query opens that session (not yet run, so it has no refs).
+    const r = await runCli(["query", "t999", "--session", "019dce0b"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
+    expect(r.stderr).toBe(
+      "error: unknown ref t999: no short ref t999 in this session's pruner index (nothing is indexed yet: run `condense run` on the session first)\n",
+    );
+
+    // Another session whose header id starts the same way: the prefix is ambiguous, the whole id is not.
+    const other = session(path.join(dir, "sub"), "copy.jsonl", hdr("019dce0b-0000-7000-8000-000000000001", cwd), 1_700_000_000);
+    await expect(resolveSessionArgs(["019dce0b"], { cwd, env })).rejects.toThrow(
+      `019dce0b: session id prefix is ambiguous, 2 sessions match:\n  ${renamed}\n  ${other}`,
+    );
+    expect(await resolveSessionArgs([STATUSLINE_ID], { cwd, env })).toEqual([renamed]);
+    await expect(resolveSessionArgs(["019dceff"], { cwd, env })).rejects.toThrow(
+      `019dceff: no such file or directory, no glob match, and no session with that id in ${path.join(agent, "sessions")}`,
+    );
   });
 });

@@ -163,6 +163,23 @@ describe("Pi appends after run with a stale leaf; run applies condense's entries
     expect(JSON.parse(again.stdout).sessions[0]).toMatchObject({ entriesAppended: 0, written: null });
     expect(JSON.parse(again.stdout).sessions[0].stranded).toBeUndefined();
   });
+
+  it("without a model: the footer names the deterministic summarizer and the summaries reused", async () => {
+    const file = path.join(tmp.dir, "det.jsonl");
+    copyFileSync(path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), file);
+    const pi = Pi.SessionManager.open(file);
+    expect((await runCli(["run", file, "-q"], env())).code).toBe(0);
+    // Pi's next turn from its stale leaf: condense's entries are off the branch.
+    pi.appendMessage({ role: "user", content: [{ type: "text", text: "Thanks." }], timestamp: Date.parse("2026-03-01T12:05:00.000Z") });
+    const dry = JSON.parse((await runCli(["run", file, "--dry-run", "--json"], env())).stdout).sessions[0];
+    const reused = dry.usage.reused.session;
+    expect(reused).toBeGreaterThan(1);
+    expect(dry.usage.calls).toBe(0);
+    const real = await runCli(["run", file], env());
+    expect(real.code).toBe(0);
+    expect(real.stdout.split("\n")).toContain(`${file}: deterministic summarizer · ${reused} summaries reused from the session`);
+    expect(real.stdout).not.toContain("no call to deterministic");
+  });
 });
 
 describe("answerFromSummary: a stored summary back to the answer it was composed from", () => {

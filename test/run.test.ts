@@ -379,6 +379,18 @@ describe("configuration and refusals", () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("a v1 session; Pi rewrites such files as v3 when it opens them. Run with --migrate");
     expect(readFileSync(file).equals(bytes)).toBe(true);
+    // --output: the output starts with the v3 rewrite of the input, which stays as it was.
+    const output = path.join(path.dirname(file), "v3-out.jsonl");
+    const toOutput = await runCli([file, "--migrate", "--output", output, "--target", "extension"], { CONDENSE_NOW: NOW, COLUMNS: "400" });
+    expect(toOutput.code, toOutput.stderr).toBe(0);
+    expect(readFileSync(file).equals(bytes)).toBe(true);
+    const doc = JSON.parse((await runCli([file, "--migrate", "--output", `${output}.2`, "--target", "extension", "--json"], { CONDENSE_NOW: NOW })).stdout)
+      .sessions[0];
+    const tail = toOutput.stdout.trimEnd().split("\n");
+    expect(tail.at(-1)).toBe(
+      `wrote ${output}: the v3 rewrite of ${file} + ${doc.entriesAppended} entries (+${doc.bytesAppended.toLocaleString("en-US")} bytes); ${file} is untouched`,
+    );
+    expect(tail.some((l) => l.startsWith(`${output} holds the session's v3 rewrite + `) && l.endsWith("; the session file is untouched"))).toBe(true);
     const migrated = await runCli([file, "--migrate", "--json"], { CONDENSE_NOW: NOW });
     expect(migrated.code).toBe(0);
     expect(readFileSync(`${file}.v1.bak`).equals(bytes)).toBe(true);

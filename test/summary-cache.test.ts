@@ -217,6 +217,23 @@ describe("run --model with the cache, and --estimate, through the local server",
     expect(r.stdout).toContain("estimate: no model was called · model local/m1");
   });
 
+  it("--estimate at 80 columns: the compact layout, sessions told apart by label", async () => {
+    const files = [copy("narrow-a.jsonl"), copy("narrow-b.jsonl")];
+    const r = await runCli(["run", ...files, "--model", "local/m1", "--estimate", "--no-cache"], { ...env(), COLUMNS: "80" });
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    for (const l of lines) expect(l.length, l).toBeLessThanOrEqual(80);
+    expect(lines[1]).toBe("│ session                           │ requests │ cached │    ~tokens │   ~cost │");
+    // Two copies of one session: labelled by file name, date and the first prompt, cut to fit.
+    expect(lines[3]).toMatch(/^│ narrow-a\.jsonl 2026-04-27 we're … │ +[1-9]\d* │ +0 │ +\d+\.\dk\/\d+(\.\dk)? │ \$\d\.\d{4} │$/);
+    expect(lines[4]).toMatch(/^│ narrow-b\.jsonl 2026-04-27 we're … │/);
+    expect(lines[5]).toMatch(/^│ total \(2\) +│ +[1-9]\d* │ +0 │/);
+    expect(r.stdout).toContain("requests = batch summaries + chain fusions · ~tokens = input/output");
+    // At 120 columns, the wide table.
+    const wide = await runCli(["run", files[0], "--model", "local/m1", "--estimate", "--no-cache"], { ...env(), COLUMNS: "120" });
+    expect(wide.stdout.split("\n")[1]).toMatch(/^│ session +│ batches │ fusions │ cached │ ~input tokens │ ~output tokens │ +~cost │$/);
+  });
+
   it("--estimate needs no API key; --no-cache neither reads nor stores", async () => {
     const noKey = path.join(tmp.dir, "nokey");
     mkdirSync(noKey);

@@ -7,10 +7,11 @@
  * session open (unless --force). An undo killed after its truncation is finished by the next one.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { undoPath } from "../src/session/journal.js";
+import { undoRefusal } from "../src/pipeline/undo.js";
 import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
 import { importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
@@ -101,6 +102,20 @@ describe("undo refuses, and changes nothing", () => {
     expect(r.code).toBe(0);
     return { file, original, after: readFileSync(file), entries: JSON.parse(r.stdout).sessions[0].entriesAppended };
   }
+
+  it("when the argument names several files (a folder): says how many it names", async () => {
+    const dir = path.join(tmp.dir, "folder-of-three");
+    mkdirSync(dir);
+    for (const name of ["a.jsonl", "b.jsonl", "c.jsonl"]) copyFileSync(SOURCE, path.join(dir, name));
+    for (const command of ["undo", "budget"]) {
+      const r = await runCli([command, dir], env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`error: ${command} takes one session; ${dir} names 3 files\n`);
+    }
+    const out = await runCli(["run", dir, "--output", path.join(tmp.dir, "three-out.jsonl")], env);
+    expect(out.code).toBe(2);
+    expect(out.stderr).toBe("error: --output takes one session; the arguments name 3 files\n");
+  });
 
   it("when Pi appended after condense's entries (Pi 1.6's SessionManager, from its stale leaf)", async () => {
     const Pi = await importPiSessionManager();
@@ -279,10 +294,19 @@ describe("undo after --migrate puts back the v1/v2 original byte for byte", () =
     // Migrated, nothing appended: no write recorded; undo names the backup and how to put it back.
     const none = await runCli(["undo", file], env);
     expect(none.code).toBe(1);
+    // No records file exists, so none is named.
+    expect(existsSync(undoPath(file))).toBe(false);
     expect(none.stderr).toBe(
-      `error: ${file}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(file)}); nothing was changed; ` +
+      `error: ${file}: no condense write to this session is recorded; nothing was changed; ` +
         `the original of a --migrate is in ${file}.v1.bak (\`mv ${file}.v1.bak ${file}\` puts it back)\n`,
     );
+    // Where a records file exists (of writes to the session before), it is named.
+    writeFileSync(undoPath(file), "");
+    expect(undoRefusal(file, { state: "none" })).toBe(
+      `${file}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(file)}); nothing was changed; ` +
+        `the original of a --migrate is in ${file}.v1.bak (\`mv ${file}.v1.bak ${file}\` puts it back)`,
+    );
+    rmSync(undoPath(file));
     renameSync(`${file}.v1.bak`, file);
     const v3 = path.join(dir, "t.jsonl");
     copyFileSync(path.join(FIXTURES, "v2-hookmessage.jsonl"), v3);

@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
-import type { Output } from "./output.js";
+import { type Output, SPINNER_SPARE_COLUMNS } from "./output.js";
 
 export interface FileOutcome<T> {
   path: string;
@@ -312,8 +312,8 @@ class Progress {
       this.spinner.text = head;
       return;
     }
-    // One line: the current file, cut from the left to fit the terminal.
-    const room = Math.max(10, (this.columns || 80) - head.length - 6);
+    // One line: the current file, cut from the left to fit the terminal with room for a `^C` echo.
+    const room = Math.max(10, (this.columns || 80) - head.length - 5 - SPINNER_SPARE_COLUMNS);
     this.spinner.text = `${head} — ${current.length > room ? `…${current.slice(current.length - room + 1)}` : current}`;
   }
 }

@@ -5,25 +5,38 @@
  */
 import type { RunFileResult } from "../pipeline/run.js";
 import { emptyEstimate, type Estimate } from "../summarize/estimate.js";
-import { type Output, sessionLabels } from "./output.js";
+import { type Output, sessionLabels, wrapWords } from "./output.js";
+import { n, shortCount } from "./format.js";
 import type { Column } from "./table.js";
+
+const WIDE: Column[] = [
+  { head: "session", fit: true, minWidth: 12 },
+  ...["batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"].map((head): Column => ({ head, align: "right" })),
+];
+
+/** Below 100 columns, or where the wide table leaves the session label too little room. */
+const COMPACT: Column[] = [
+  { head: "session", fit: true, minWidth: 12 },
+  ...["requests", "cached", "~tokens", "~cost"].map((head): Column => ({ head, align: "right" })),
+];
 
 /** `--estimate`: per session the requests a model would get, their tokens and expected cost; totals. */
 export function formatEstimate(results: Pick<RunFileResult, "session" | "label" | "estimate">[], out: Output): string {
-  const n = (x: number) => x.toLocaleString("en-US");
   // Sessions labelled as every other table labels them (short id, date, name or first prompt).
   const names = sessionLabels(results);
   const estimates = results.map((r) => r.estimate ?? null);
-  const row = (name: string, e: Pick<Estimate, "batches" | "fusions" | "cached" | "inputTokens" | "outputTokens" | "cost">) => [
+  type Figures = Pick<Estimate, "batches" | "fusions" | "cached" | "inputTokens" | "outputTokens" | "cost">;
+  const cost = (e: Figures) => `$${e.cost.toFixed(4)}`;
+  const wideRow = (name: string, e: Figures) => [name, n(e.batches), n(e.fusions), n(e.cached), n(e.inputTokens), n(e.outputTokens), cost(e)];
+  // Narrow terminals: requests (batches + fusions) and tokens (input/output) in one column each.
+  const compactRow = (name: string, e: Figures) => [
     name,
-    n(e.batches),
-    n(e.fusions),
+    n(e.batches + e.fusions),
     n(e.cached),
-    n(e.inputTokens),
-    n(e.outputTokens),
-    `$${e.cost.toFixed(4)}`,
+    `${shortCount(e.inputTokens)}/${shortCount(e.outputTokens)}`,
+    cost(e),
   ];
-  const rows = estimates.map((e, i) => row(names[i], e ?? emptyEstimate(null)));
+  const figures: [string, Figures][] = estimates.map((e, i) => [names[i], e ?? emptyEstimate(null)]);
   if (results.length > 1) {
     const sum = (f: (e: Estimate) => number) => estimates.reduce((t, e) => t + (e ? f(e) : 0), 0);
     const total = {
@@ -34,13 +47,12 @@ export function formatEstimate(results: Pick<RunFileResult, "session" | "label" 
       outputTokens: sum((e) => e.outputTokens),
       cost: sum((e) => e.cost),
     };
-    rows.push(row(out.c.bold(`total (${results.length})`), total));
+    figures.push([out.c.bold(`total (${results.length})`), total]);
   }
-  const columns: Column[] = [
-    { head: "session", fit: true, minWidth: 12 },
-    ...["batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"].map((head): Column => ({ head, align: "right" })),
-  ];
-  const table = out.fitted([{ columns, rows }]).text;
+  const table = out.fitted([
+    { columns: WIDE, rows: figures.map(([name, e]) => wideRow(name, e)) },
+    { columns: COMPACT, rows: figures.map(([name, e]) => compactRow(name, e)) },
+  ]);
   const models = [...new Set(estimates.map((e) => e?.model).filter((m): m is string => !!m))];
   const unpriced = [...new Set(estimates.filter((e) => e?.model && !e.priced).map((e) => e?.model))];
   const notes = [
@@ -48,5 +60,6 @@ export function formatEstimate(results: Pick<RunFileResult, "session" | "label" 
       "input = ceil(chars / 4) of each request · output ≈ the deterministic summary's size · cached = answered by the summary cache, free",
   ];
   if (unpriced.length > 0) notes.push(`pi-ai knows no price for ${unpriced.join(", ")}: cost shown as $0`);
-  return [table, ...notes.map((l) => out.c.dim(l))].join("\n");
+  if (table.layout === 1) notes.push("requests = batch summaries + chain fusions · ~tokens = input/output");
+  return [table.text, ...notes.map((l) => out.c.dim(wrapWords(l, out.width)))].join("\n");
 }

@@ -8,6 +8,7 @@ import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { Output } from "./output.js";
 import { COMMAND_SUMMARIES, type CommandName, type CommandSummary } from "./command-list.js";
+import { argumentDescription, optionDescription } from "./help.js";
 import { withCommonOptions } from "./options.js";
 import { packageVersion } from "./version.js";
 
@@ -67,6 +68,8 @@ export async function buildProgram(exit: ExitState, complete: CommandName[] | "a
         "  condense metrics ~/.pi/agent/sessions/  context health of an archive",
     )
     .showHelpAfterError("(run with --help for usage)")
+    // Inherited by every command: defaults and choices unquoted, no empty-list default.
+    .configureHelp({ optionDescription, argumentDescription })
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(str) });
   const names = Object.keys(COMMAND_SUMMARIES) as CommandName[];

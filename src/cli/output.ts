@@ -255,14 +255,32 @@ function colorLevel(stream: { isTTY?: boolean }): 0 | 1 | 2 | 3 {
   return stream.isTTY ? 1 : 0;
 }
 
+/**
+ * Columns a spinner line leaves free at its end: the terminal echoes Ctrl-C as `^C` where the cursor
+ * is, and a line that the echo wraps is two lines, of which ora clears only the last.
+ */
+export const SPINNER_SPARE_COLUMNS = 3;
+
+/**
+ * The spinner text cut from the right (`…`) so that frame, space and text stay
+ * {@link SPINNER_SPARE_COLUMNS} short of `columns`.
+ */
+export function spinnerText(text: string, columns: number): string {
+  const room = Math.max(10, columns - 2 - SPINNER_SPARE_COLUMNS);
+  const chars = [...text];
+  return chars.length > room ? `${chars.slice(0, room - 1).join("")}…` : text;
+}
+
 /** A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. */
 export class Spinner {
   private ora: { text: string; stop(): unknown; start(): unknown; clear(): unknown; render(): unknown } | null = null;
   private stopped = false;
   private current: string;
+  private readonly columns: number;
 
   constructor(text: string, stream: NodeJS.WritableStream) {
-    this.current = escapeControls(text);
+    this.columns = (stream as { columns?: number }).columns || 80;
+    this.current = spinnerText(escapeControls(text), this.columns);
     void import("ora").then(({ default: ora }) => {
       if (this.stopped) return;
       // discardStdin off: ora's raw-mode stdin only turns Ctrl-C back into SIGINT while something reads
@@ -277,8 +295,8 @@ export class Spinner {
   }
 
   set text(value: string) {
-    this.current = escapeControls(value);
-    if (this.ora) this.ora.text = value;
+    this.current = spinnerText(escapeControls(value), this.columns);
+    if (this.ora) this.ora.text = this.current;
   }
 
   stop(): void {

@@ -151,7 +151,7 @@ function diskLine(results: RunFileResult[], output?: string): string {
   const growth = `${formatBytes(t.disk.appendBytes)}${pct}`;
   let line =
     output !== undefined
-      ? `${output} ${t.dryRun ? "would hold" : "holds"} the session's bytes + ${growth}; the session file is untouched`
+      ? `${output} ${t.dryRun ? "would hold" : "holds"} ${results.some((r) => r.migratedFrom !== undefined) ? "the session's v3 rewrite" : "the session's bytes"} + ${growth}; the session file is untouched`
       : `${one ? "the session file" : "session files"} ${t.dryRun ? "would grow" : "grew"} by ${growth}`;
   if (t.disk.sidecarFiles > 0) {
     const dirs = results.flatMap((r) => r.disk.sidecarDirs);
@@ -223,7 +223,8 @@ function keptLines(r: RunFileResult, out: Output): string[] {
 
 /**
  * `s.jsonl: 26 calls to p/m · 27,085 input + 438 output tokens · $0.0288 · 4 answers from the
- * summary cache`, or null when no model was asked and nothing was reused.
+ * summary cache` (`s.jsonl: deterministic summarizer · 26 summaries reused from the session`
+ * without a model), or null when no model was asked and nothing was reused.
  */
 export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usage">): string | null {
   const { calls, reused } = r.usage;
@@ -233,8 +234,13 @@ export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usa
   ].filter((p) => p !== "");
   if (calls === 0 && reusedParts.length === 0) return null;
   const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
+  // The deterministic summarizer asks no model: it is named, not "called".
   const asked =
-    calls > 0 ? `${calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}` : `no call to ${r.summarizer}`;
+    calls > 0
+      ? `${calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`
+      : r.summarizer === "deterministic"
+        ? "deterministic summarizer"
+        : `no call to ${r.summarizer}`;
   return `${r.session}: ${[asked, ...reusedParts].join(" · ")}`;
 }
 

@@ -21,18 +21,23 @@ export interface WriteFacts {
   written: string | null;
   entries: number;
   bytes: number;
+  /** The file version `--migrate` rewrote the session from (the `--output` file then starts with the v3 rewrite, not the session's bytes). */
+  migratedFrom?: number;
 }
 
 /**
  * `wrote /p/s.jsonl: +56 entries, +164,368 bytes · undo: condense undo /p/s.jsonl`, or for
- * `--output` `wrote out.jsonl: /p/s.jsonl's bytes + 56 entries (+164,368 bytes); /p/s.jsonl is
- * untouched`; null when nothing was written.
+ * `--output` `wrote out.jsonl: the bytes of /p/s.jsonl + 56 entries (+164,368 bytes); /p/s.jsonl is
+ * untouched` (after `--migrate`: `the v3 rewrite of /p/s.jsonl + …`); null when nothing was written.
  */
 export function writtenLine(w: WriteFacts): string | null {
   if (w.written === null) return null;
   const n = (x: number) => x.toLocaleString("en-US");
   const entries = `${n(w.entries)} ${w.entries === 1 ? "entry" : "entries"}`;
-  if (w.written !== w.session) return `wrote ${w.written}: the bytes of ${w.session} + ${entries} (+${n(w.bytes)} bytes); ${w.session} is untouched`;
+  if (w.written !== w.session) {
+    const base = w.migratedFrom !== undefined ? `the v3 rewrite of ${w.session}` : `the bytes of ${w.session}`;
+    return `wrote ${w.written}: ${base} + ${entries} (+${n(w.bytes)} bytes); ${w.session} is untouched`;
+  }
   return `wrote ${w.session}: +${entries}, +${n(w.bytes)} bytes · undo: ${undoCommand(w.session)}`;
 }
 

@@ -86,7 +86,9 @@ export function undoRefusal(path: string, last: LastWrite): string | null {
       // A --migrate that appended nothing records no write; its backup still holds the original.
       const backup = [1, 2].map((v) => `${path}.v${v}.bak`).find((b) => existsSync(b));
       const hint = backup ? `; the original of a --migrate is in ${backup} (\`mv ${shellWord(backup)} ${shellWord(path)}\` puts it back)` : "";
-      return `${path}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(path)}); ${nothing}${hint}`;
+      // The records file is named only where it exists (a migrate that appended nothing leaves none).
+      const records = existsSync(undoPath(path)) ? ` (the records of the last writes are kept in ${undoPath(path)})` : "";
+      return `${path}: no condense write to this session is recorded${records}; ${nothing}${hint}`;
     }
     case "replaced":
     case "changed":

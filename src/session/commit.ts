@@ -92,7 +92,7 @@ export async function refuseIfOpenNow(session: Session, options: Pick<WriteOptio
  * @throws UsageError naming the problem
  */
 export async function checkOutputPath(output: string, files: string[], options: { force: boolean; inPlace?: string }): Promise<void> {
-  if (files.length !== 1 && output.trim() !== "") throw new UsageError(`--output takes one session; ${files.length} were given`);
+  if (files.length !== 1 && output.trim() !== "") throw new UsageError(`--output takes one session; the arguments name ${files.length} files`);
   await checkWriteTarget(output, {
     flag: "--output",
     inputs: files,

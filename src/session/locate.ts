@@ -234,12 +234,21 @@ async function currentSession(file: string, naming: SessionNaming): Promise<stri
   throw new UsageError(`$PI_SESSION_FILE names ${file}, ${why}; condense reads no other session in its place — unset it, or ${howToName(naming)}`);
 }
 
-/** A session file in Pi's sessions folder whose id is `idOrPrefix` or starts with it. */
+/**
+ * A session file in Pi's sessions folder whose id is `idOrPrefix` or starts with it: by the id in
+ * Pi's file names (`<timestamp>_<id>.jsonl`) first; when no file name matches, by the id in each
+ * `*.jsonl` file's header ({@link peekHeader}, a bounded read of the first line), so that a session
+ * renamed or copied in under another name is found too. An exact id beats a prefix.
+ * @throws UsageError when nothing matches, or a prefix matches several sessions (listing them)
+ */
 async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   const root = sessionsRoot(env, cwd);
   const files = existsSync(root.dir) ? jsonlFilesBelow(root.dir) : [];
-  const exact = files.filter((p) => idFromFileName(p) === idOrPrefix);
-  const matches = exact.length > 0 ? exact : files.filter((p) => idFromFileName(p)?.startsWith(idOrPrefix));
+  let matches = idMatches(files, idOrPrefix, idFromFileName);
+  if (matches.length === 0) {
+    const ids = await headerIds(files);
+    matches = idMatches(files, idOrPrefix, (p) => ids.get(p));
+  }
   if (matches.length === 1) return matches[0];
   if (matches.length > 1) {
     const list = matches
@@ -249,4 +258,26 @@ async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string)
     throw new UsageError(`${idOrPrefix}: session id prefix is ambiguous, ${matches.length} sessions match:\n${list}`);
   }
   throw new UsageError(`${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`);
+}
+
+/** The files whose id (as `idOf` reads it) is `idOrPrefix`, else those whose id starts with it. */
+function idMatches(files: string[], idOrPrefix: string, idOf: (path: string) => string | undefined): string[] {
+  const exact = files.filter((p) => idOf(p) === idOrPrefix);
+  return exact.length > 0 ? exact : files.filter((p) => idOf(p)?.startsWith(idOrPrefix));
+}
+
+/** How many headers {@link headerIds} reads at once. */
+const HEADER_READS_AT_ONCE = 16;
+
+/** The header id of each file that has a session header (files without one are left out). */
+async function headerIds(files: string[]): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  for (let i = 0; i < files.length; i += HEADER_READS_AT_ONCE) {
+    const chunk = files.slice(i, i + HEADER_READS_AT_ONCE);
+    const headers = await Promise.all(chunk.map((p) => peekHeader(p)));
+    headers.forEach((h, j) => {
+      if (typeof h?.id === "string") ids.set(chunk[j], h.id);
+    });
+  }
+  return ids;
 }

@@ -64,7 +64,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const contextWindow = options.contextWindow === undefined ? undefined : parseTokenCount("--context-window", options.contextWindow, { min: 1 });
     const reserveTokens = tokensFlag("--reserve-tokens", options.reserveTokens);
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
-    if (files.length !== 1) throw new UsageError(`budget takes one session; ${files.length} were given`);
+    if (files.length !== 1) throw new UsageError(`budget takes one session; ${arg ?? "the default"} names ${files.length} files`);
     // Loaded when the command runs (pi-ai's model registry is large): start-up stays small.
     const [{ budgetSession, unknownModelWarnings }, { renderAfterRun, sentAs, sentMessages }, { sessionView }, { formatWarning, openSession }] =
       await Promise.all([

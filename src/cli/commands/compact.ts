@@ -167,7 +167,7 @@ export function registerCompact(program: Command, exit: ExitState): void {
     if (results.length > 0) out.print(formatReport(results, out));
     for (const r of results) {
       if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
-      const wrote = writtenLine({ session: r.session, written: r.written, entries: r.written ? 1 : 0, bytes: r.bytesAppended });
+      const wrote = writtenLine({ session: r.session, written: r.written, entries: r.written ? 1 : 0, bytes: r.bytesAppended, migratedFrom: r.migratedFrom });
       if (wrote) out.print(wrote);
     }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);

@@ -37,7 +37,7 @@ export function registerUndo(program: Command, _exit: ExitState): void {
   withCommonOptions(cmd).action(async (arg: string | undefined, options: UndoCliOptions) => {
     const out = new Output(options);
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
-    if (files.length !== 1) throw new UsageError(`undo takes one session; ${files.length} were given`);
+    if (files.length !== 1) throw new UsageError(`undo takes one session; ${arg ?? "the default"} names ${files.length} files`);
     const result = await undoSession(files[0], { dryRun: !!options.dryRun, force: !!options.force });
     if (options.json) {
       out.printJson({ schema: UNDO_SCHEMA, ...result });
