@@ -235,7 +235,16 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
           return row ? [...row.children].map((c) => c.textContent) : null;
         }, title);
       const heads = await page.evaluate(() => [...document.querySelectorAll("table.sessions th")].map((th) => th.textContent));
-      expect(heads.slice(4, 12)).toEqual(["Pi", "now", "after run", "reclaim", "after compact", "other Pi now", "other Pi after run", "other Pi after compact"]);
+      expect(heads.slice(4, 12)).toEqual([
+        "Pi",
+        "now",
+        "after run",
+        "reclaim",
+        "after compact",
+        "other Pi now",
+        "other Pi after run",
+        "other Pi after compact",
+      ]);
       expect((await rowOf("019f5be5"))?.slice(4, 12)).toEqual(["stock Pi", "32,174", "24,973", "7,201 (22%)", "22,953", "30,817", "24,826", "22,953"]);
       // Two files of one session (5fd1e58c): told apart by file name, as the CLI table does.
       expect(await rowOf("5fd1e58c")).toBeNull();

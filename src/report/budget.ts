@@ -247,5 +247,11 @@ export function replayBudget(branch: SessionEntry[], options: BudgetOptions): Bu
     else row.note = "nothing queued (calls unanswered or protected)";
     rows.push(row);
   }
-  return { threshold, delta, maxBudgetWindow: MAX_BUDGET_WINDOW, rows, summary: summaryOf(rows, toolTurns, unknown, peakRequest(reportedRequests(branch)), lineOf) };
+  return {
+    threshold,
+    delta,
+    maxBudgetWindow: MAX_BUDGET_WINDOW,
+    rows,
+    summary: summaryOf(rows, toolTurns, unknown, peakRequest(reportedRequests(branch)), lineOf),
+  };
 }

@@ -131,7 +131,8 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
         const pi = s.run.target.used === "pi" ? "stock Pi" : "extension";
         return h("td", { "data-sort-value": pi, title: s.run.target.reason }, pi);
       }
-      if (path !== "reclaim") return h("td", { "data-sort-value": String(pick(s, path) ?? ""), ...dim }, figure(s, path, unit as "int" | "usd" | "bytes" | "pct"));
+      if (path !== "reclaim")
+        return h("td", { "data-sort-value": String(pick(s, path) ?? ""), ...dim }, figure(s, path, unit as "int" | "usd" | "bytes" | "pct"));
       const { before, after } = pick(s, sent(s, "run")) as { before: { tokens: number }; after: { tokens: number } };
       const pct = before.tokens > 0 ? (100 * (before.tokens - after.tokens)) / before.tokens : 0;
       return h("td", { "data-sort-value": String(pct) }, `${fmt(before.tokens - after.tokens, "int")} (${fmt(pct, "pct")})`);
@@ -230,7 +231,11 @@ export function figures(s: SessionReport): HTMLElement {
     card("file", figure(s, "bytes", "bytes"), ` · v${s.fileVersion}`),
     card("requests · cost", figure(s, "usage.requests"), " · ", figure(s, "usage.cost", "usd")),
     card("last reported request", figure(s, "metrics.reportedUsage.tokens"), " tokens"),
-    card("peak reported", figure(s, "budget.summary.peakTokens"), b.peakTurn !== null ? ` at turn ${b.peakTurn}` : b.peakLine !== null ? ` at line ${b.peakLine}` : ""),
+    card(
+      "peak reported",
+      figure(s, "budget.summary.peakTokens"),
+      b.peakTurn !== null ? ` at turn ${b.peakTurn}` : b.peakLine !== null ? ` at line ${b.peakLine}` : "",
+    ),
     card(
       "pruning flushes",
       figure(s, "budget.summary.flushes"),

@@ -85,7 +85,10 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     .option("--max-frontier-gap <tokens>", "fail (exit 3) when unsummarized tool results past the frontier exceed this (20000, 20k)")
     .option("--max-chain-share <share>", "fail when the largest chain or open segment exceeds this share of the branch (0.8 or 80%)")
     .option("--max-open-thinking <tokens>", "fail when thinking after the last text-only reply exceeds this (5000, 5k)")
-    .option("--max-context <tokens>", "fail when the context your Pi sends after `run` (the table's figure: stock Pi's unless the extension is on) exceeds this (120000, 120k)")
+    .option(
+      "--max-context <tokens>",
+      "fail when the context your Pi sends after `run` (the table's figure: stock Pi's unless the extension is on) exceeds this (120000, 120k)",
+    )
     .option("--fail-on-diagnostics", "fail on any structural diagnostic (orphan, unanswered call, duplicate or reused id, split, unresolved range)");
   withArchiveOptions(withConfigOptions(cmd))
     .option("--merge", "the arguments are the --ndjson outputs of every shard: print the document one run over the whole archive prints")
