@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { fixture, runCli, runCliWith, tempDir } from "./cli-capture.js";
+import { copyTo } from "./render-support.js";
 
 // metrics-one-open-chain.jsonl: frontier gap 35, chain share 100%, open thinking 29,
 // context after `run` 98 tokens, no structural diagnostics (see metrics.test.ts).
@@ -17,22 +18,26 @@ const gates: [flag: string, metric: string, value: string, below: string, equal:
   ["--max-context", "context.piOnly.after.tokens", "98 (what stock Pi sends after `condense run`)", "97", "98"],
 ];
 
-// chain-partly-summarized.jsonl: after `run`, stock Pi sends 121 tokens, Pi with the extension 102.
-const PARTLY = fixture("chain-partly-summarized.jsonl");
+// chain-partly-summarized.jsonl: after `run`, stock Pi sends 123 tokens (at that path), Pi with the extension 102.
+// Stock Pi's stubs name the session's path (`condense query tN --session PATH`), so the file is
+// copied to a path of the same length wherever the checkout is: /tmp/condense-gates-XXXXXX/.
+const copy = tempDir("gates");
+afterAll(copy.cleanup);
+const PARTLY = copyTo(copy.dir, fixture("chain-partly-summarized.jsonl"));
 
 describe("--max-context gates on what the user's Pi sends, the figure the table prints", () => {
-  it("stock Pi (no Pi settings): the table's 403 → 121 is tested, not the extension's 102", async () => {
+  it("stock Pi (no Pi settings): the table's 403 → 123 is tested, not the extension's 102", async () => {
     const table = await runCli("metrics", PARTLY);
-    expect(table.stdout).toMatch(/403 → 121 \(-70%\)/);
+    expect(table.stdout).toMatch(/403 → 123 \(-69%\)/);
     const crossed = await runCli("metrics", PARTLY, "--max-context", "110");
     expect(crossed.code).toBe(3);
     expect(crossed.stderr).toContain(
-      `error: limit crossed: ${PARTLY}: context.piOnly.after.tokens = 121 (what stock Pi sends after \`condense run\`) exceeds --max-context 110`,
+      `error: limit crossed: ${PARTLY}: context.piOnly.after.tokens = 123 (what stock Pi sends after \`condense run\`) exceeds --max-context 110`,
     );
-    expect((await runCli("metrics", PARTLY, "--max-context", "121")).code).toBe(0);
-    const json = JSON.parse((await runCli("metrics", PARTLY, "--json", "--max-context", "120")).stdout);
+    expect((await runCli("metrics", PARTLY, "--max-context", "123")).code).toBe(0);
+    const json = JSON.parse((await runCli("metrics", PARTLY, "--json", "--max-context", "122")).stdout);
     expect(json.gates.crossed).toEqual([
-      { session: PARTLY, metric: "context.piOnly.after.tokens", flag: "--max-context", value: 121, limit: 120, pi: "stock Pi" },
+      { session: PARTLY, metric: "context.piOnly.after.tokens", flag: "--max-context", value: 123, limit: 122, pi: "stock Pi" },
     ]);
   });
 
