@@ -7,10 +7,10 @@
  * (project `.pi/settings.json` over the global one, relative to the cwd) is written out here from
  * Pi's documented rules; the search inside that folder is still Pi's.
  */
-import { copyFileSync, mkdirSync, utimesSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { cwdFolderName, latestSessionFor, resolveSessionArgs } from "../src/session/locate.js";
+import { cwdFolderName, jsonlFilesBelow, latestSessionFor, resolveSessionArgs } from "../src/session/locate.js";
 import { runCli } from "./cli-harness.js";
 import { importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 
@@ -281,5 +281,49 @@ describe("a session id that no file name carries: found by the id in the headers
     await expect(resolveSessionArgs(["019dceff"], { cwd, env })).rejects.toThrow(
       `019dceff: no such file or directory, no glob match, and no session with that id in ${path.join(agent, "sessions")}`,
     );
+  });
+});
+
+describe("ids in file names and in headers are one namespace", () => {
+  it("a prefix one file matches by name and another by header is ambiguous; an exact header id beats a name prefix", async () => {
+    const { agent, cwd } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    const byName = session(
+      dir,
+      "2026-01-01T00-00-00-000Z_019d0001-0000-7000-8000-000000000001.jsonl",
+      hdr("019d0001-0000-7000-8000-000000000001", cwd),
+      1_700_000_000,
+    );
+    const byHeader = session(dir, "renamed.jsonl", hdr("019d", cwd), 1_700_000_100);
+    const env = { PI_CODING_AGENT_DIR: agent };
+    // "019d" is the whole id in renamed.jsonl's header: exact beats the other file's name prefix.
+    expect(await resolveSessionArgs(["019d"], { cwd, env })).toEqual([byHeader]);
+    const other = session(dir, "other.jsonl", hdr("019d0002-0000-7000-8000-000000000002", cwd), 1_700_000_200);
+    await expect(resolveSessionArgs(["019d0"], { cwd, env })).rejects.toThrow(
+      `019d0: session id prefix is ambiguous, 2 sessions match:\n  ${byName}\n  ${other}`,
+    );
+  });
+});
+
+describe("arguments that name no session", () => {
+  it("an empty argument (an unset shell variable) is an error, not the current folder", async () => {
+    const { cwd } = world();
+    session(cwd, "a.jsonl", hdr("a", cwd), 1_700_000_000);
+    await expect(resolveSessionArgs([""], { cwd, env: {} })).rejects.toThrow(
+      "an empty session argument names no session (is a shell variable unset?); pass a session file, directory, glob or session id",
+    );
+    const r = await runCli(["metrics", ""], { NO_COLOR: "1" });
+    expect(r.code).toBe(2);
+  });
+
+  it("a folder's symbolic links to session files are sessions; linked folders are not entered", () => {
+    const { cwd } = world();
+    const real = session(path.join(cwd, "store"), "a.jsonl", hdr("a", cwd), 1_700_000_000);
+    const archive = path.join(cwd, "archive");
+    mkdirSync(archive);
+    symlinkSync(real, path.join(archive, "linked.jsonl"));
+    symlinkSync(path.join(cwd, "store"), path.join(archive, "linked-folder"));
+    symlinkSync(path.join(cwd, "missing.jsonl"), path.join(archive, "dangling.jsonl"));
+    expect(jsonlFilesBelow(archive)).toEqual([path.join(archive, "linked.jsonl")]);
   });
 });

@@ -372,6 +372,15 @@ describe("configuration and refusals", () => {
     expect(c.purgeErrors.cooldownTurns).toBe(4);
   });
 
+  it("a settings.json that starts with a byte-order mark is read, as Pi reads it (stripBom)", () => {
+    const { dir, cleanup } = makeTempDir("cfg-bom");
+    temps.push(cleanup);
+    writeFileSync(path.join(dir, "settings.json"), `\uFEFF${JSON.stringify({ contextPrune: { minBatchChars: 10 } })}`);
+    writeFileSync(path.join(dir, "condense.json"), `\uFEFF${JSON.stringify({ spillThreshold: 9000 })}`);
+    const c = loadConfig({ configFile: path.join(dir, "condense.json"), env: { PI_CODING_AGENT_DIR: dir } });
+    expect([c.minBatchChars, c.spillThreshold]).toEqual([10, 9000]);
+  });
+
   it("refuses a v1 session without --migrate, and with it backs up and runs", async () => {
     const file = tempCopy("v1-with-compaction.jsonl");
     const bytes = readFileSync(file);

@@ -164,10 +164,11 @@ export interface ConfigSources {
   env?: NodeJS.ProcessEnv;
 }
 
+/** A JSON file's value; a leading byte-order mark is dropped, as Pi's settings reader does (`stripBom`). */
 function readJsonFile(path: string, what: string): unknown {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readFileSync(path, "utf8").replace(/^\uFEFF/, "");
   } catch (error) {
     throw new UsageError(`${what} ${path}: cannot read: ${(error as Error).message}`);
   }

@@ -31,14 +31,19 @@ export function cwdFolderName(cwd: string): string {
   return `--${cwd.replace(/^[/\\]/, "").replace(/[/\\:]/g, "-")}--`;
 }
 
-/** Every `*.jsonl` file below `dir`, sorted by path. */
+/**
+ * Every `*.jsonl` file below `dir`, sorted by path: regular files and symbolic links to regular
+ * files (Pi lists a session folder by name and follows links); linked folders are not entered, so
+ * a link cycle cannot loop.
+ */
 export function jsonlFilesBelow(dir: string): string[] {
   const out: string[] = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d, { withFileTypes: true })) {
       const full = join(d, name.name);
       if (name.isDirectory()) walk(full);
-      else if (name.isFile() && name.name.endsWith(".jsonl")) out.push(full);
+      else if (!name.name.endsWith(".jsonl")) continue;
+      else if (name.isFile() || (name.isSymbolicLink() && statSync(full, { throwIfNoEntry: false })?.isFile())) out.push(full);
     }
   };
   walk(dir);
@@ -201,6 +206,7 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
     }
   };
   for (const arg of args) {
+    if (arg.trim() === "") throw new UsageError(`an empty session argument names no session (is a shell variable unset?); ${howToName(naming)}`);
     const full = resolve(cwd, arg);
     if (existsSync(full)) {
       const st = statSync(full);
@@ -235,35 +241,30 @@ async function currentSession(file: string, naming: SessionNaming): Promise<stri
 }
 
 /**
- * A session file in Pi's sessions folder whose id is `idOrPrefix` or starts with it: by the id in
- * Pi's file names (`<timestamp>_<id>.jsonl`) first; when no file name matches, by the id in each
- * `*.jsonl` file's header ({@link peekHeader}, a bounded read of the first line), so that a session
- * renamed or copied in under another name is found too. An exact id beats a prefix.
- * @throws UsageError when nothing matches, or a prefix matches several sessions (listing them)
+ * A session file in Pi's sessions folder whose id is `idOrPrefix` or starts with it. A file's ids
+ * are the one in Pi's file name (`<timestamp>_<id>.jsonl`) and the one in its header
+ * ({@link peekHeader}, a bounded read of the first line), so that a session renamed or copied in
+ * under another name is found too, and a prefix that one file matches by name and another by
+ * header is ambiguous. An exact id beats a prefix.
+ * @throws UsageError when nothing matches, or several sessions match (listing them)
  */
 async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   const root = sessionsRoot(env, cwd);
   const files = existsSync(root.dir) ? jsonlFilesBelow(root.dir) : [];
-  let matches = idMatches(files, idOrPrefix, idFromFileName);
-  if (matches.length === 0) {
-    const ids = await headerIds(files);
-    matches = idMatches(files, idOrPrefix, (p) => ids.get(p));
-  }
+  const headers = await headerIds(files);
+  const ids = (p: string) => [idFromFileName(p), headers.get(p)].filter((id): id is string => id !== undefined);
+  const exact = files.filter((p) => ids(p).includes(idOrPrefix));
+  const matches = exact.length > 0 ? exact : files.filter((p) => ids(p).some((id) => id.startsWith(idOrPrefix)));
   if (matches.length === 1) return matches[0];
   if (matches.length > 1) {
     const list = matches
       .slice(0, 10)
       .map((p) => `  ${p}`)
       .join("\n");
-    throw new UsageError(`${idOrPrefix}: session id prefix is ambiguous, ${matches.length} sessions match:\n${list}`);
+    const what = exact.length > 0 ? "session id" : "session id prefix";
+    throw new UsageError(`${idOrPrefix}: ${what} is ambiguous, ${matches.length} sessions match:\n${list}`);
   }
   throw new UsageError(`${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`);
-}
-
-/** The files whose id (as `idOf` reads it) is `idOrPrefix`, else those whose id starts with it. */
-function idMatches(files: string[], idOrPrefix: string, idOf: (path: string) => string | undefined): string[] {
-  const exact = files.filter((p) => idOf(p) === idOrPrefix);
-  return exact.length > 0 ? exact : files.filter((p) => idOf(p)?.startsWith(idOrPrefix));
 }
 
 /** How many headers {@link headerIds} reads at once. */
