@@ -289,7 +289,17 @@ describe("Pi's auto-compaction at a request without tool calls: one place for bu
   // Pi compacts before the request of entry 25123f9e (line 446), an aborted reply with no tool
   // call: the place is marked at tool-using turn 174, the first turn after it.
   const file = path.join(SHARED_SESSIONS, "pimono-custom-tool-session.migrated-v3.jsonl");
-  const place = { entryId: "25123f9e", tokens: 183_630, reason: "threshold", contextWindow: 200_000, level: 183_616, turn: 174, turnIs: "next", line: 446 };
+  const place = {
+    entryId: "25123f9e",
+    tokens: 183_630,
+    reason: "threshold",
+    check: "before-request",
+    contextWindow: 200_000,
+    level: 183_616,
+    turn: 174,
+    turnIs: "next",
+    line: 446,
+  };
 
   it("budget names the place, marks turn 174 in the table and draws a C under the chart", async () => {
     const json = JSON.parse((await runCli("budget", file, "--json")).stdout);
@@ -308,5 +318,41 @@ describe("Pi's auto-compaction at a request without tool calls: one place for bu
     expect(json.sessions[0].budget.summary.piCompactions).toEqual([place]);
     const row = (await runCliWith({ COLUMNS: "250" }, "report", file)).stdout.split("\n").find((l) => l.includes("5fd1e58c"));
     expect(row).toMatch(/│ turn 174 +│ \$19\.87 │$/);
+  });
+});
+
+describe("Pi's check after the final reply (_checkCompaction case 3): a session whose last reply is over the level", () => {
+  // budget-final-reply-over-level.jsonl: three tool turns (100,000 / 150,000 / 160,000 reported),
+  // then a text reply reporting 190,000 > 183,616 = 200,000 − 16,384 (line 9). No request follows
+  // it, so only the check at the end of the run (and before the next prompt) can fire.
+  const file = fixture("budget-final-reply-over-level.jsonl");
+  const place = {
+    entryId: "e0000008",
+    tokens: 190_000,
+    reason: "threshold",
+    check: "after-reply",
+    contextWindow: 200_000,
+    level: 183_616,
+    turn: null,
+    turnIs: "none",
+    line: 9,
+  };
+
+  it("budget, report and compact --if-over agree that Pi compacts: after the final reply, at line 9", async () => {
+    const json = JSON.parse((await runCli("budget", file, "--json")).stdout);
+    expect(json.summary.piCompactions).toEqual([place]);
+    expect((await runCli("budget", file, "--no-chart")).stdout).toContain(
+      "Pi would auto-compact (reserveTokens 16,384): after the final reply, before the next prompt (entry e0000008, line 9) (~190,000 > 183,616 = 200,000 − 16,384)",
+    );
+    const report = JSON.parse((await runCli("report", file, "--json")).stdout);
+    expect(report.sessions[0].budget.summary.piCompactions).toEqual([place]);
+    expect((await runCliWith({ COLUMNS: "200" }, "report", file)).stdout).toMatch(/│ line 9 +│ \$0\.00 │\n/);
+    const compact = JSON.parse((await runCli("compact", file, "--if-over", "--dry-run", "--json")).stdout);
+    expect(compact.sessions[0].trigger).toEqual({ piWouldCompact: true, reason: "threshold", level: 183_616, contextTokens: 190_000 });
+  });
+
+  it("a level above the reply: never", async () => {
+    const r = await runCli("budget", file, "--no-chart", "--context-window", "210k");
+    expect(r.stdout).toContain("Pi would auto-compact (reserveTokens 16,384): never");
   });
 });

@@ -179,7 +179,17 @@ describe("budget: where Pi itself would have auto-compacted", () => {
     const doc = JSON.parse(r.stdout);
     expect(doc.compaction).toEqual({ enabled: true, reserveTokens: 16384, keepRecentTokens: 20000 });
     expect(doc.summary.piCompactions).toEqual([
-      { entryId: "7db2b1e2", tokens: 184202, reason: "threshold", contextWindow: 200000, level: 183616, turn: 280, turnIs: "request", line: 628 },
+      {
+        entryId: "7db2b1e2",
+        tokens: 184202,
+        reason: "threshold",
+        check: "before-request",
+        contextWindow: 200000,
+        level: 183616,
+        turn: 280,
+        turnIs: "request",
+        line: 628,
+      },
     ]);
     const lines = readFileSync(BEFORE, "utf8").split("\n");
     const recorded = JSON.parse(lines[628]);
@@ -211,7 +221,17 @@ describe("budget: where Pi itself would have auto-compacted", () => {
   it("the overflow fixture: Pi compacts after the request that overflowed", async () => {
     const doc = JSON.parse((await cli("budget", path.join(FIXTURES, "compact-overflow-rescue.jsonl"), "--json")).stdout);
     expect(doc.summary.piCompactions).toEqual([
-      { entryId: "0f3e1a02", tokens: 177671, reason: "overflow", contextWindow: 200000, level: 183616, turn: null, turnIs: "none", line: 253 },
+      {
+        entryId: "0f3e1a02",
+        tokens: 177671,
+        reason: "overflow",
+        check: "before-request",
+        contextWindow: 200000,
+        level: 183616,
+        turn: null,
+        turnIs: "none",
+        line: 253,
+      },
     ]);
   });
 

@@ -172,8 +172,15 @@ export function estimatesThroughRequests(branch: SessionEntry[]): RequestEstimat
 
 /** A place where Pi would have compacted on its own while the session was recorded. */
 export interface PiCompactionPoint extends RequestEstimate {
-  /** `threshold`: before this request; `overflow`: after this failed request. */
+  /** `threshold`: the context over the level; `overflow`: after this failed request. */
   reason: "threshold" | "overflow";
+  /**
+   * Which of Pi's checks fires: `before-request` (`_compactBeforeNextAssistantResponse`, Pi's
+   * estimate before this request), or `after-reply` (`_checkCompaction` case 3 on the branch's final
+   * reply: its reported usage, checked when the run ends and again before the next prompt, so a
+   * resumed session compacts first). Overflow points are `before-request`'s request failing.
+   */
+  check: "before-request" | "after-reply";
   contextWindow: number;
   /** `contextWindow − reserveTokens`. */
   level: number;
@@ -207,10 +214,38 @@ export function piCompactionPoints(
     const window = m ? windowOf(m.provider, m.model) : null;
     if (fired || window === null || window <= 0) continue;
     const level = window - settings.reserveTokens;
-    if (estimate.tokens > level) points.push({ ...estimate, reason: "threshold", contextWindow: window, level });
-    else if (m?.stopReason === "error" && isContextOverflow(m)) points.push({ ...estimate, reason: "overflow", contextWindow: window, level });
+    const at = { ...estimate, check: "before-request" as const, contextWindow: window, level };
+    if (estimate.tokens > level) points.push({ ...at, reason: "threshold" });
+    else if (m?.stopReason === "error" && isContextOverflow(m)) points.push({ ...at, reason: "overflow" });
     else continue;
     fired = true;
   }
+  const after = fired ? null : afterFinalReply(branch, settings, windowOf);
+  if (after) points.push(after);
   return points;
+}
+
+/**
+ * Pi's check on the branch's final reply (`_checkCompaction` case 3, at the end of a run and again
+ * before the next prompt): its reported usage (`calculateContextTokens`) against `window −
+ * reserveTokens`, or Pi's estimate of the projection when a context edit is in it. Null when a
+ * compaction follows the reply, its usage is not trusted, or it is under the level.
+ */
+function afterFinalReply(
+  branch: SessionEntry[],
+  settings: CompactionSettings,
+  windowOf: (provider: string | undefined, model: string | undefined) => number | null,
+): PiCompactionPoint | null {
+  const last = lastAssistant(branch);
+  if (!last || !hasValidUsage(last.message)) return null;
+  const index = branch.lastIndexOf(last.entry);
+  if (branch.slice(index + 1).some((e) => e.type === "compaction")) return null;
+  const window = windowOf(last.message.provider, last.message.model);
+  if (window === null || window <= 0) return null;
+  const projected = branch.some((e) => e.type === "context_edit") ? projectEntries(branch) : null;
+  const edited = projected?.some((p) => p.sourceEntry.type === "context_edit");
+  const tokens = projected && edited ? estimateProjectedContextTokens(projected, branch).tokens : usageTokens(last.message.usage);
+  const level = window - settings.reserveTokens;
+  if (tokens <= level) return null;
+  return { index, entryId: last.entry.id, tokens, reason: "threshold", check: "after-reply", contextWindow: window, level };
 }

@@ -440,7 +440,7 @@ export function eventsTable(s: SessionReport): HTMLElement {
     turn: p.turn,
     path: `budget.summary.piCompactions.${i}.turn`,
     what: `Pi would auto-compact (${p.reason})`,
-    detail: `~${fmt(p.tokens, "int")} > ${fmt(p.level, "int")} (line ${p.line ?? "—"}${p.turnIs === "next" ? ", a request without tool calls" : ""})`,
+    detail: `~${fmt(p.tokens, "int")} > ${fmt(p.level, "int")} (line ${p.line ?? "—"}${p.check === "after-reply" ? ", after the final reply" : p.turnIs === "next" ? ", a request without tool calls" : ""})`,
   }));
   const rows = [...c, ...m, ...first, ...pi];
   if (rows.length === 0) return h("p", { class: "dim" }, "No compaction, model switch or trigger on this branch.");

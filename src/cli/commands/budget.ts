@@ -236,9 +236,10 @@ function piCompactionLine(report: PiCompactionReport): string {
       p.turnIs === "request"
         ? `turn ${p.turn}, ${entry}`
         : `${entry}, a request without tool calls${p.turnIs === "next" ? `; marked at turn ${p.turn}, the first it shrinks` : ""}`;
-    return p.reason === "overflow"
-      ? `after the request that overflowed (${at})`
-      : `before the request of ${at} (~${fmt(p.tokens)} > ${fmt(p.level)} = ${fmt(p.contextWindow)} − ${fmt(c.reserveTokens)})`;
+    const over = `(~${fmt(p.tokens)} > ${fmt(p.level)} = ${fmt(p.contextWindow)} − ${fmt(c.reserveTokens)})`;
+    if (p.reason === "overflow") return `after the request that overflowed (${at})`;
+    if (p.check === "after-reply") return `after the final reply, before the next prompt (${p.turnIs === "request" ? `turn ${p.turn}, ${entry}` : entry}) ${over}`;
+    return `before the request of ${at} ${over}`;
   });
   const partly = outlook.unknownTurns > 0 ? `; ? on the ${outlook.unknownTurns} turns whose window is unknown ${why}` : "";
   return `${head}${where.join("; ")}${partly}`;
