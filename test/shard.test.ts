@@ -155,6 +155,20 @@ describe("--ndjson and metrics --merge", () => {
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('not a line of condense.metrics/2 (got "condense.run/1")');
     expect((await runCli("metrics", tmp.dir, "--ndjson", "--json")).code).toBe(2);
+    // A line of the same schema without a field the merge reads (another version's): named, no crash.
+    const lines = readFileSync(parts[0], "utf8").trim().split("\n");
+    const at = lines.findIndex((l) => JSON.parse(l).result !== undefined);
+    const line = JSON.parse(lines[at]);
+    delete line.result.target;
+    lines[at] = JSON.stringify(line);
+    const old = path.join(tmp.dir, "..", `${path.basename(tmp.dir)}-old.ndjson`);
+    writeFileSync(old, `${lines.join("\n")}\n`);
+    const lacking = await runCli("metrics", "--merge", old, parts[1], parts[2]);
+    expect(lacking.code).toBe(2);
+    expect(lacking.stderr).toBe(
+      `error: ${old}:${at + 1}: the result has no target.used (written by another version of condense? run that shard again with this one)\n`,
+    );
+    rmSync(old);
   });
 });
 

@@ -80,10 +80,13 @@ export function ndjsonPrinter<T>(
  * The outcomes of every file from the NDJSON output of all shards, in the order one run over the
  * whole archive would list them.
  * @param paths NDJSON files (or `-` for stdin is not supported: name the files)
- * @throws UsageError for a line that is not one of `schema`, a file that cannot be read, shards of
- *   different archives, or a position missing or given twice (a shard not run, or run twice)
+ * @param required dotted paths every result must hold (e.g. `target.used`): what the merged
+ *   document, its table and its gates read
+ * @throws UsageError for a line that is not one of `schema` or lacks a required field, a file that
+ *   cannot be read, shards of different archives, or a position missing or given twice (a shard
+ *   not run, or run twice)
  */
-export function readArchiveLines<T>(paths: string[], schema: string): { outcomes: FileOutcome<T>[]; total: number } {
+export function readArchiveLines<T>(paths: string[], schema: string, required: string[] = []): { outcomes: FileOutcome<T>[]; total: number } {
   if (paths.length === 0) throw new UsageError("--merge: name the NDJSON files of the shards");
   const byIndex = new Map<number, FileOutcome<T>>();
   let total: number | undefined;
@@ -96,7 +99,7 @@ export function readArchiveLines<T>(paths: string[], schema: string): { outcomes
     }
     text.split("\n").forEach((raw, i) => {
       if (raw.trim() === "") return;
-      const line = parseLine<T>(raw, `${path}:${i + 1}`, schema);
+      const line = parseLine<T>(raw, `${path}:${i + 1}`, schema, required);
       if (total !== undefined && line.of !== total)
         throw new UsageError(`${path}:${i + 1}: a shard of an archive of ${line.of} sessions, the others hold ${total}`);
       total = line.of;
@@ -120,7 +123,7 @@ export function readArchiveLines<T>(paths: string[], schema: string): { outcomes
   return { outcomes: Array.from({ length: count }, (_, i) => byIndex.get(i) as FileOutcome<T>), total: count };
 }
 
-function parseLine<T>(raw: string, where: string, schema: string): ArchiveLine<T> {
+function parseLine<T>(raw: string, where: string, schema: string, required: string[]): ArchiveLine<T> {
   let line: ArchiveLine<T>;
   try {
     line = JSON.parse(raw) as ArchiveLine<T>;
@@ -132,7 +135,18 @@ function parseLine<T>(raw: string, where: string, schema: string): ArchiveLine<T
     throw new UsageError(`${where}: index ${line.index} of ${line.of} is not a position in the archive`);
   }
   if ((line.result === undefined) === (line.failure === undefined)) throw new UsageError(`${where}: a line holds either a result or a failure`);
+  const missing = line.result === undefined ? undefined : required.find((dotted) => fieldAt(line.result, dotted) === undefined);
+  if (missing !== undefined) {
+    throw new UsageError(`${where}: the result has no ${missing} (written by another version of condense? run that shard again with this one)`);
+  }
   return line;
+}
+
+/** The value at a dotted path of a parsed JSON value, or undefined. */
+function fieldAt(value: unknown, dotted: string): unknown {
+  let at = value;
+  for (const key of dotted.split(".")) at = at !== null && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined;
+  return at;
 }
 
 function sessionOf(result: unknown): string {
