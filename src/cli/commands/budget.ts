@@ -238,7 +238,8 @@ function piCompactionLine(report: PiCompactionReport): string {
         : `${entry}, a request without tool calls${p.turnIs === "next" ? `; marked at turn ${p.turn}, the first it shrinks` : ""}`;
     const over = `(~${fmt(p.tokens)} > ${fmt(p.level)} = ${fmt(p.contextWindow)} − ${fmt(c.reserveTokens)})`;
     if (p.reason === "overflow") return `after the request that overflowed (${at})`;
-    if (p.check === "after-reply") return `after the final reply, before the next prompt (${p.turnIs === "request" ? `turn ${p.turn}, ${entry}` : entry}) ${over}`;
+    if (p.check === "after-reply")
+      return `after the final reply, before the next prompt (${p.turnIs === "request" ? `turn ${p.turn}, ${entry}` : entry}) ${over}`;
     return `before the request of ${at} ${over}`;
   });
   const partly = outlook.unknownTurns > 0 ? `; ? on the ${outlook.unknownTurns} turns whose window is unknown ${why}` : "";

@@ -204,7 +204,16 @@ async function measure(
 }
 
 /** What the merged document, its table, its totals and its gates read of every session's metrics. */
-const MERGE_REQUIRED = ["session", "label", "target.used", "context.before.tokens", "context.after.tokens", "context.piOnly.before.tokens", "context.piOnly.after.tokens", "diagnostics"];
+const MERGE_REQUIRED = [
+  "session",
+  "label",
+  "target.used",
+  "context.before.tokens",
+  "context.after.tokens",
+  "context.piOnly.before.tokens",
+  "context.piOnly.after.tokens",
+  "diagnostics",
+];
 
 /** The outcomes of every shard's `--ndjson` output, in the archive's order. */
 function mergeShards(paths: string[]): { outcomes: FileOutcome<SessionMetrics>[]; total: number } {
