@@ -117,6 +117,9 @@ describe("run over an archive, twice", () => {
     expect(sizes(tmp.dir)).toEqual(before);
     const doc = JSON.parse(r.stdout);
     expect(doc.failures).toHaveLength(4);
+    // With --json too, each failure is also an error line on stderr (as metrics and report print them).
+    const errors = r.stderr.split("\n").filter((l) => l.startsWith("error: "));
+    expect(errors).toEqual(doc.failures.map((f: { error: string }) => `error: ${f.error}`));
     for (const s of doc.sessions) {
       expect(s.entriesAppended).toBe(0);
       expect(s.written).toBeNull();

@@ -147,7 +147,7 @@ export function interruptedMessage(
 /**
  * The end of a writing command over its files: the exit code (a single file's failure keeps its
  * code — 2 for unusable input; with several, any failure is 1; after Ctrl-C, 130), the failures
- * printed (not with `--json`), and what `--json` says about an interruption.
+ * printed on stderr (in every format), and what `--json` says about an interruption.
  */
 export function settleBatch(
   out: Output,
@@ -158,7 +158,8 @@ export function settleBatch(
 ): InterruptedJson | undefined {
   const { failures } = split;
   if (failures.length > 0) exit.code = total === 1 ? failures[0].exitCode : 1;
-  if (!out.json) for (const f of failures) out.error(f.error);
+  // On stderr in every format (with --json and --ndjson too): the document holds them, a CI log shows them.
+  for (const f of failures) out.error(f.error);
   if (!signal.aborted) return undefined;
   exit.code = 130;
   return interruptedJson(split);
