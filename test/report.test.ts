@@ -335,3 +335,23 @@ describe("where Pi itself would compact, when a model's window is unknown", () =
     expect(piCompactionOutlook(session([200_000, null, null], []).budget).unknownTurns).toBe(2);
   });
 });
+
+describe("report --context-window takes token counts as budget and compact do", () => {
+  it("200k, 0.2M and 200000 are one window; 0 is refused", async () => {
+    const file = fixture("budget-final-reply-over-level.jsonl");
+    const windows = [];
+    for (const value of ["200k", "0.2M", "200000"]) {
+      const r = await harness(["report", file, "--context-window", value, "--json"], env());
+      expect(r.code, r.stderr).toBe(0);
+      windows.push(JSON.parse(r.stdout).sessions[0].budget.rows.map((row: { window: number }) => row.window));
+    }
+    expect(windows).toEqual([
+      [200_000, 200_000, 200_000],
+      [200_000, 200_000, 200_000],
+      [200_000, 200_000, 200_000],
+    ]);
+    const zero = await harness(["report", file, "--context-window", "0"], env());
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toContain('--context-window: expected a token count of at least 1 such as 120000, 120k or 1.2M, got "0"');
+  });
+});

@@ -23,6 +23,7 @@ import { UsageError } from "../../util/errors.js";
 import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
 import { formatBytes, n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
+import { parseTokenCount } from "../units.js";
 import type { Column } from "../table.js";
 import { type CommonOptions, type ExitState, withCommonOptions, configSources, type ConfigFlags, tokensFlag, withConfigOptions } from "../options.js";
 import type { ReportTaskOptions } from "../report-task.js";
@@ -53,7 +54,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     .option("--force", "overwrite an existing --html file that is not a report page (a session is never overwritten)")
     .addOption(new Option("--jobs <n>", "sessions processed at once, in worker threads (default: number of cores)"))
     .addOption(new Option("--top <n>", "largest tool outputs listed per session").default("10", "10"))
-    .option("--context-window <tokens>", "context window for every turn, instead of pi-ai's model registry")
+    .option("--context-window <tokens>", "context window for every turn (200000, 200k, 1M), instead of pi-ai's model registry")
     .option("--reserve-tokens <n>", "compaction.reserveTokens for Pi's own auto-compaction (default: Pi's settings, else 16384)");
   withConfigOptions(cmd).addHelpText(
     "after",
@@ -67,7 +68,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     if (options.html === "-" && options.json) throw new UsageError("--html - and --json both write to stdout; give --html a file");
     const jobs = positiveInt("--jobs", options.jobs, defaultJobs());
     const top = positiveInt("--top", options.top, 10);
-    const contextWindow = options.contextWindow === undefined ? undefined : positiveInt("--context-window", options.contextWindow, 0);
+    const contextWindow = options.contextWindow === undefined ? undefined : parseTokenCount("--context-window", options.contextWindow, { min: 1 });
     const taskOptions: ReportTaskOptions = {
       config: loadConfig(configSources(options)),
       top,
