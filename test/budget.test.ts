@@ -356,3 +356,19 @@ describe("Pi's check after the final reply (_checkCompaction case 3): a session 
     expect(r.stdout).toContain("Pi would auto-compact (reserveTokens 16,384): never");
   });
 });
+
+describe("a place is never marked past a compaction Pi recorded after it", () => {
+  // budget-points-around-a-compaction.jsonl: a tool turn, text replies of 190,000 and 190,100
+  // (Pi compacts before the second, line 7), a recorded compaction (line 8), a reply of 190,500,
+  // then tool turns 2 and 3. The first place has no tool-using turn before the compaction: it is
+  // told by its line, not marked at turn 2 (where the second place is).
+  it("budget: line 7 (no turn), then turn 2", async () => {
+    const json = JSON.parse((await runCli("budget", fixture("budget-points-around-a-compaction.jsonl"), "--json")).stdout);
+    expect(json.summary.piCompactions.map((p: { turn: number | null; turnIs: string; line: number }) => [p.turn, p.turnIs, p.line])).toEqual([
+      [null, "none", 7],
+      [2, "request", 12],
+    ]);
+    const report = (await runCliWith({ COLUMNS: "200" }, "report", fixture("budget-points-around-a-compaction.jsonl"))).stdout;
+    expect(report).toMatch(/│ line 7, turn 2 +│ \$0\.00 │\n/);
+  });
+});

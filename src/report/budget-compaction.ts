@@ -63,11 +63,14 @@ export function withPiCompaction(
   const points = piCompactionPoints(branch, settings, windowOf, estimates);
   const tokensOf = new Map(estimates.map((e) => [e.entryId, e.tokens]));
   const estimateOf = new Map(estimatesThroughRequests(branch).map((e) => [e.entryId, e.tokens]));
-  // Each point's row: its own request's, or the first tool-using turn after it (rows are in branch order).
+  // Each point's row: its own request's, or the first tool-using turn after it (rows are in branch
+  // order) — but not one past the next recorded compaction: there Pi had compacted already.
   const position = new Map(branch.map((e, i) => [e.id, i]));
+  const compactions = branch.flatMap((e, i) => (e.type === "compaction" ? [i] : []));
   const rowAt = points.map((p) => {
+    const end = compactions.find((c) => c > p.index) ?? branch.length;
     const i = report.rows.findIndex((r) => (position.get(r.entryId) ?? -1) >= p.index);
-    return i < 0 ? null : { i, own: report.rows[i].entryId === p.entryId };
+    return i < 0 || (position.get(report.rows[i].entryId) ?? branch.length) > end ? null : { i, own: report.rows[i].entryId === p.entryId };
   });
   const pointOf = new Map(points.flatMap((p, k) => (rowAt[k] ? [[report.rows[rowAt[k].i].entryId, p] as const] : [])));
   return {
