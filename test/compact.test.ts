@@ -259,7 +259,11 @@ describe("compact: archives, --jobs, failures", () => {
     for (const args of [[], ["--dry-run"]]) {
       const refused = await compact([v1, "--keep-recent-tokens", "0", ...args]);
       expect(refused.code).toBe(2);
-      expect(refused.stderr).toContain("a v1 session; Pi rewrites such files as v3 when it opens them. Run with --migrate");
+      expect(refused.stderr).toContain(
+        args.length === 0
+          ? "a v1 session; Pi rewrites such files as v3 when it opens them. Run with --migrate to back it up and rewrite it as v3 first (nothing was written)."
+          : "a v1 session; Pi rewrites such files as v3 when it opens them. Add --migrate to read it as Pi does (this run still writes nothing; a real run with --migrate backs it up and rewrites it as v3 first).",
+      );
       expect(readFileSync(v1).equals(before)).toBe(true);
     }
     const dry = await compact([v1, "--keep-recent-tokens", "0", "--migrate", "--dry-run", "--json"]);

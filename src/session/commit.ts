@@ -164,10 +164,10 @@ export async function migrateIfAsked(session: Session, options: WriteOptions): P
       options.idsNamed && session.fileVersion === 1
         ? " Context edits for stock Pi name entries by id, and a v1 file has none: Pi gives its entries new random ids when it rewrites it, so edits written without --migrate would point nowhere."
         : "";
-    throw new UsageError(
-      `${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
-        `Run with --migrate to back it up and rewrite it as v3 first (nothing was written).${ids}`,
-    );
+    const how = options.dryRun
+      ? "Add --migrate to read it as Pi does (this run still writes nothing; a real run with --migrate backs it up and rewrites it as v3 first)."
+      : "Run with --migrate to back it up and rewrite it as v3 first (nothing was written).";
+    throw new UsageError(`${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ${how}${ids}`);
   }
   const inPlace = !options.dryRun && !options.output;
   const migrated = await migrateSession(session, { inPlace, force: options.force });
