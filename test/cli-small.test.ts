@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { chainToolRefs } from "../src/chain/compress.js";
+import { interruptedLine } from "../src/cli/batch.js";
 import { COMMAND_SUMMARIES } from "../src/cli/command-list.js";
 import { buildProgram } from "../src/cli/main.js";
 import { suggestCommand } from "../src/cli/suggest.js";
@@ -192,5 +193,19 @@ describe("chain refs", () => {
   it("are listed in numeric order, each once", () => {
     const refs: Record<string, string> = { a: "t112", b: "t113", c: "t12", d: "t9", e: "t12" };
     expect(chainToolRefs({ shortRefFor: (k: string) => refs[k] }, ["a", "b", "c", "d", "e"])).toEqual(["t9", "t12", "t112", "t113"]);
+  });
+});
+
+describe("the line after Ctrl-C", () => {
+  it("names what is left, or that nothing is (the interrupt came after the last write finished)", () => {
+    expect(interruptedLine({ done: 2, failed: 0, untouched: 3 }, "write")).toBe(
+      "interrupted: 2 of 5 sessions done, 3 untouched (nothing was written to them); run the same command again to continue",
+    );
+    expect(interruptedLine({ done: 1, failed: 0, untouched: 0 }, "write")).toBe(
+      "interrupted: 1 of 1 sessions done: the interrupt came after the last one finished; nothing is left to do",
+    );
+    expect(interruptedLine({ done: 3, failed: 1, untouched: 0 }, "read")).toBe(
+      "interrupted: 3 of 4 sessions done, 1 failed: the interrupt came after the last one finished; nothing is left to do",
+    );
   });
 });

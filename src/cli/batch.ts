@@ -115,6 +115,8 @@ export function interruptedLine(counts: { done: number; failed: number; untouche
   const total = counts.done + counts.failed + counts.untouched;
   const failed = counts.failed > 0 ? `, ${counts.failed} failed` : "";
   const head = `interrupted: ${counts.done} of ${total} sessions done${failed}`;
+  // Ctrl-C came after the last file's work had finished (a write is never cut short): nothing is left.
+  if (counts.untouched === 0) return `${head}: the interrupt came after the last one finished; nothing is left to do`;
   if (work === "write") return `${head}, ${counts.untouched} untouched (nothing was written to them); run the same command again to continue`;
   return `${head}, ${counts.untouched} not done${work === "dry-run" ? "; a dry run writes nothing" : " (left out above)"}`;
 }
