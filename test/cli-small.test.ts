@@ -12,6 +12,7 @@ import { chainToolRefs } from "../src/chain/compress.js";
 import { interruptedLine } from "../src/cli/batch.js";
 import { COMMAND_SUMMARIES } from "../src/cli/command-list.js";
 import { buildProgram } from "../src/cli/main.js";
+import { cutToColumns, spinnerText } from "../src/cli/output.js";
 import { suggestCommand } from "../src/cli/suggest.js";
 import { copyInto, FIXTURES, runCli, runCliWith, tempDir } from "./cli-capture.js";
 
@@ -207,5 +208,17 @@ describe("the line after Ctrl-C", () => {
     expect(interruptedLine({ done: 3, failed: 1, untouched: 0 }, "read")).toBe(
       "interrupted: 3 of 4 sessions done, 1 failed: the interrupt came after the last one finished; nothing is left to do",
     );
+  });
+});
+
+describe("spinner lines are cut in terminal columns, wide characters counting 2", () => {
+  it("a Korean folder name cut from the start fits the room it is given", () => {
+    const file = "/archive/세션-2-pimono-before-compaction.migrated-v3.jsonl";
+    expect(cutToColumns(file, 30, "start")).toBe("…-compaction.migrated-v3.jsonl");
+    expect(cutToColumns("세션-2-pimono", 8, "end")).toBe("세션-2-…");
+    expect(cutToColumns("세션", 4, "end")).toBe("세션");
+    // 80 columns: frame, space, text and 3 spare columns for a ^C echo.
+    const line = spinnerText(`report 7/24 — ${"세".repeat(60)}`, 80);
+    expect(line).toBe(`report 7/24 — ${"세".repeat(30)}…`);
   });
 });

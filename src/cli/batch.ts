@@ -19,7 +19,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
-import { type Output, SPINNER_SPARE_COLUMNS } from "./output.js";
+import { cutToColumns, type Output, SPINNER_SPARE_COLUMNS } from "./output.js";
 
 export interface FileOutcome<T> {
   path: string;
@@ -317,7 +317,7 @@ class Progress {
     }
     // One line: the current file, cut from the left to fit the terminal with room for a `^C` echo.
     const room = Math.max(10, (this.columns || 80) - head.length - 5 - SPINNER_SPARE_COLUMNS);
-    this.spinner.text = `${head} — ${current.length > room ? `…${current.slice(current.length - room + 1)}` : current}`;
+    this.spinner.text = `${head} — ${cutToColumns(current, room, "start")}`;
   }
 }
 

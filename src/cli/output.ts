@@ -266,9 +266,26 @@ export const SPINNER_SPARE_COLUMNS = 3;
  * {@link SPINNER_SPARE_COLUMNS} short of `columns`.
  */
 export function spinnerText(text: string, columns: number): string {
-  const room = Math.max(10, columns - 2 - SPINNER_SPARE_COLUMNS);
+  return cutToColumns(text, Math.max(10, columns - 2 - SPINNER_SPARE_COLUMNS), "end");
+}
+
+/**
+ * `text` cut with `…` to at most `columns` terminal columns (wide characters count 2, as
+ * string-width measures them), dropping characters from its `end` or its `start`.
+ */
+export function cutToColumns(text: string, columns: number, from: "start" | "end"): string {
+  if (stringWidth(text) <= columns) return text;
   const chars = [...text];
-  return chars.length > room ? `${chars.slice(0, room - 1).join("")}…` : text;
+  if (from === "start") chars.reverse();
+  const kept: string[] = [];
+  let width = 1; // the ellipsis
+  for (const c of chars) {
+    const w = stringWidth(c);
+    if (width + w > columns) break;
+    kept.push(c);
+    width += w;
+  }
+  return from === "end" ? `${kept.join("")}…` : `…${kept.reverse().join("")}`;
 }
 
 /** A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. */
