@@ -223,11 +223,9 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
       const order = () =>
         page.evaluate(() => [...document.querySelectorAll("table.sessions tbody tr[data-session]")].map((r) => r.getAttribute("data-session")));
       const byDesc = (f: (s: any) => number) => [...doc.sessions].sort((a, b) => f(b) - f(a)).map((s: any) => s.anchor);
-      // Reclaim of what each session's Pi sends (stock Pi here: no Pi settings).
-      const reclaim = (s: any) =>
-        s.run.context.piOnly.before.tokens > 0
-          ? (s.run.context.piOnly.before.tokens - s.run.context.piOnly.after.tokens) / s.run.context.piOnly.before.tokens
-          : 0;
+      // Reclaim of what each session's Pi sends (stock Pi here: no Pi settings), sorted by the tokens
+      // the cell leads with, not by its share.
+      const reclaim = (s: any) => s.run.context.piOnly.before.tokens - s.run.context.piOnly.after.tokens;
       // The row leads with what the session's Pi sends, figures that add up: gjc-02 32,174 − 24,973 = 7,201.
       const rowOf = (title: string) =>
         page.evaluate((t) => {

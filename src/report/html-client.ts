@@ -135,7 +135,8 @@ export function archiveTable(doc: ReportDocument): HTMLElement {
         return h("td", { "data-sort-value": String(pick(s, path) ?? ""), ...dim }, figure(s, path, unit as "int" | "usd" | "bytes" | "pct"));
       const { before, after } = pick(s, sent(s, "run")) as { before: { tokens: number }; after: { tokens: number } };
       const pct = before.tokens > 0 ? (100 * (before.tokens - after.tokens)) / before.tokens : 0;
-      return h("td", { "data-sort-value": String(pct) }, `${fmt(before.tokens - after.tokens, "int")} (${fmt(pct, "pct")})`);
+      // Sorted by the tokens reclaimed, the figure the cell leads with (the share follows it).
+      return h("td", { "data-sort-value": String(before.tokens - after.tokens) }, `${fmt(before.tokens - after.tokens, "int")} (${fmt(pct, "pct")})`);
     });
     body.append(
       h("tr", { "data-session": s.anchor, "data-index": body.children.length }, h("td", { "data-sort-value": s.label.title || s.session }, link), ...cells),
