@@ -10,7 +10,7 @@ import { n, shortCount } from "./format.js";
 import type { Column } from "./table.js";
 
 const WIDE: Column[] = [
-  { head: "session", fit: true, minWidth: 12 },
+  { head: "session", fit: true, minWidth: 40 },
   ...["batches", "fusions", "cached", "~input tokens", "~output tokens", "~cost"].map((head): Column => ({ head, align: "right" })),
 ];
 

@@ -167,7 +167,7 @@ async function writePage(doc: ReportDocument, library: ChartLibrary, file: strin
  * same "now"; the other Pi's figure after run comes last.
  */
 const WIDE: Column[] = [
-  { head: "session", fit: true, minWidth: 24 },
+  { head: "session", fit: true, minWidth: 28 },
   { head: "size", align: "right" },
   { head: "peak reported", align: "right" },
   { head: "Pi", align: "left" },
@@ -185,7 +185,9 @@ const COMPACT: Column[] = [
   { head: "compact", align: "right" },
   { head: "other", align: "right" },
 ];
-const MEDIUM: Column[] = [...COMPACT.slice(0, 1), { head: "size", align: "right" }, ...COMPACT.slice(1), WIDE[7], WIDE[8]];
+// The session label gets at least WIDE's room here too: a terminal wide enough for MEDIUM must not
+// show less of it than the narrower one showing COMPACT.
+const MEDIUM: Column[] = [WIDE[0], { head: "size", align: "right" }, ...COMPACT.slice(1), WIDE[7], WIDE[8]];
 
 /** Where Pi itself would auto-compact: the turns, never, ? (a window unknown, as `compact --if-over` says), or off. */
 function piCompactsCell(s: ReportDocument["sessions"][number]): string {
