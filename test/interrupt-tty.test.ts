@@ -172,6 +172,21 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     }, 120_000);
   }
 
+  it("metrics -q (no spinner): the ^C echo is cleared, so the partial table starts in column 1", async () => {
+    const folder = path.join(tmp.dir, "quiet-metrics");
+    mkdirSync(folder);
+    const first = copyInto(folder, LARGE, "q01.jsonl");
+    for (let i = 2; i <= 24; i++) linkSync(first, path.join(folder, `q${String(i).padStart(2, "0")}.jsonl`));
+    const run = start("quiet-metrics", ["metrics", folder, "--jobs", "1", "-q"]);
+    await sleep(2500);
+    run.keys("C-c");
+    expect(await run.exited(60_000)).toBe(130);
+    const screen = run.screen();
+    expect(screen).not.toContain("^C");
+    expect(screen.split("\n").filter((l) => l.includes("┌"))).toEqual([expect.stringMatching(/^┌─/)]);
+    expect(interruptLines(screen)).toHaveLength(1);
+  }, 120_000);
+
   it("a second Ctrl-C exits at once, whatever the first one is waiting for", async () => {
     // The shared handler of every writing command, around work that never looks at the signal.
     const batch = path.join(path.dirname(cli.bin), "../dist/cli/batch.js");

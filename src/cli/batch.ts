@@ -59,6 +59,10 @@ export function interruptOnSigint(): { signal: AbortSignal; release(): void } {
   setMaxListeners(0, interrupt.signal); // one listener per in-flight call
   const onSigint = () => {
     if (interrupt.signal.aborted) process.exit(130);
+    // The terminal echoed `^C` where the cursor is: clear that line, so what is printed next (the
+    // closing line, a partial table) starts in column 1. A spinner's line is cleared by its stop.
+    const terminal = process.stderr.isTTY ? process.stderr : process.stdout.isTTY ? process.stdout : null;
+    terminal?.write("\r\x1b[2K");
     interrupt.abort();
   };
   process.on("SIGINT", onSigint);
