@@ -5,7 +5,7 @@
  * line that says so — for an archive, how many sessions were done and how many left untouched.
  * A second Ctrl-C ends the process at once. The same without a terminal (SIGINT from a parent).
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -178,7 +178,23 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const first = copyInto(folder, LARGE, "q01.jsonl");
     for (let i = 2; i <= 24; i++) linkSync(first, path.join(folder, `q${String(i).padStart(2, "0")}.jsonl`));
     const run = start("quiet-metrics", ["metrics", folder, "--jobs", "1", "-q"]);
-    await sleep(2500);
+    // Nothing is printed to wait for: type Ctrl-C once node catches SIGINT (Linux: bit 2 of SigCgt).
+    // Typed earlier, it reaches a process that still ignores it (the shell's `trap '' INT`).
+    const catchesSigint = () =>
+      spawnSync("pgrep", ["-f", folder], { encoding: "utf8" })
+        .stdout.split("\n")
+        .filter((pid) => pid !== "")
+        .some((pid) => {
+          try {
+            if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "node") return false;
+            const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? "0";
+            return (BigInt(`0x${mask}`) & 2n) !== 0n;
+          } catch {
+            return false; // gone between pgrep and the read
+          }
+        });
+    await waitFor("a SIGINT handler", catchesSigint, 60_000);
+    await sleep(500);
     run.keys("C-c");
     expect(await run.exited(60_000)).toBe(130);
     const screen = run.screen();

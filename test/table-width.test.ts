@@ -126,7 +126,13 @@ describe.skipIf(!hasTmux || !present)("in a real terminal (tmux) at 80 and 160 c
     // Colours on at 160 columns (bold heads, dim legends: escape sequences the layout must not count), off at 80.
     const colour = columns >= 100 ? "FORCE_COLOR=1" : "NO_COLOR=1";
     const script = `unset COLUMNS NO_COLOR FORCE_COLOR; env PI_CODING_AGENT_DIR=${tmp.dir} ${colour} ${process.execPath} ${cli.bin} ${args} --quiet; echo "--EXIT=$?--"; sleep 300`;
-    expect(tmux("new-session", "-d", "-s", name, "-x", String(columns), "-y", "200", "sh", "-c", script).status).toBe(0);
+    // A server that just exited with its last session may still hold the socket: try again briefly.
+    let started = tmux("new-session", "-d", "-s", name, "-x", String(columns), "-y", "200", "sh", "-c", script);
+    for (let i = 0; i < 5 && started.status !== 0; i++) {
+      await sleep(200);
+      started = tmux("new-session", "-d", "-s", name, "-x", String(columns), "-y", "200", "sh", "-c", script);
+    }
+    expect(started.status, started.stderr).toBe(0);
     try {
       const until = Date.now() + 120_000;
       let screen = "";

@@ -7,7 +7,12 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
-export const tmux = (...args: string[]) => spawnSync("tmux", args, { encoding: "utf8" });
+/**
+ * tmux on a server of this test process's own (`-L`), so that no other tmux user on the machine
+ * (a `kill-server`, a session of the same name) reaches the sessions these tests drive.
+ */
+const SOCKET = `condense-tty-${process.pid}`;
+export const tmux = (...args: string[]) => spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8" });
 export const hasTmux = tmux("-V").status === 0;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -48,7 +53,12 @@ export function startInTty(name: string, dir: string, argv: string[], env: Recor
   const command = `cd ${shq(cwd)} && env ${vars.join(" ")} ${argv.map(shq).join(" ")}`;
   const script = `trap '' INT; ${command}; echo "EXIT=$?" > ${shq(rc)}; sleep 120`;
   tmux("kill-session", "-t", session);
-  const started = tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "30", "sh", "-c", script);
+  // A server that just exited with its last session may still hold the socket: try again briefly.
+  let started = tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "30", "sh", "-c", script);
+  for (let i = 0; i < 5 && started.status !== 0; i++) {
+    spawnSync("sleep", ["0.2"]);
+    started = tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "30", "sh", "-c", script);
+  }
   if (started.status !== 0) throw new Error(`tmux new-session failed: ${started.stderr}`);
   const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", session).stdout;
   const status = () => {
