@@ -539,6 +539,22 @@ describe("the zero-model summary", () => {
     expect(text).toContain("  - `npm run build` → exit 2\n  - `npm run build` → exit 0\n  - `npm run e2e` → exit 1\n");
   });
 
+  it("a condensed session: the <compressed-chain> block run put before a prompt is no request; a block alone is none", () => {
+    const block =
+      '<compressed-chain id="b1" tools="t1">\n- `t1` bash `npm test` — OK, 12 chars, 1 line\n\nFull output: `condense query t1` in bash (or context_tree_query).\n</compressed-chain>';
+    const messages = [
+      user(`${block} Make the build pass. Do not touch the public API.`),
+      assistant("The build passes."),
+      user(block.replace(/b1/g, "b2")),
+      user("Now run the e2e tests."),
+    ];
+    const text = localSummary({ messagesToSummarize: messages, turnPrefixMessages: [], isSplitTurn: false });
+    expect(text).toContain("## Goal\n- Make the build pass. Do not touch the public API.\n- Latest request: Now run the e2e tests.\n");
+    expect(text).toContain("## Constraints & Preferences\n- Do not touch the public API.\n");
+    expect(text).not.toContain("compressed-chain");
+    expect(text).not.toContain("condense query");
+  });
+
   it("list items carry one marker: a line's own list marker is dropped, diagram lines are no items, only the last request is in progress", () => {
     const messages = [
       user("- should we remove apiKey and always use resolveApiKey?\n- for the example hook:\n  - keep the messages to summarize as a defensive copy"),

@@ -217,6 +217,19 @@ export function compressedChainId(text: string): string | undefined {
   return /^<compressed-chain id="([^"]*)"/.exec(text)?.[1];
 }
 
+/**
+ * A user message's text without the `<compressed-chain>` block a render put at its start (stock
+ * Pi's context edits prefix the chain's first user message with it): what the user wrote, or ""
+ * for a message that is only a block.
+ */
+export function withoutCompressedChain(text: string): string {
+  const trimmed = text.trimStart();
+  if (!trimmed.startsWith("<compressed-chain")) return text;
+  const close = "\n</compressed-chain>";
+  const end = trimmed.indexOf(close);
+  return end < 0 ? "" : trimmed.slice(end + close.length).trimStart();
+}
+
 /** The text of a user message's first text block (or its string content). */
 export function firstUserText(m: AgentMessage): string | undefined {
   if (m.role !== "user") return undefined;
