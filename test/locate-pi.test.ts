@@ -316,6 +316,22 @@ describe("arguments that name no session", () => {
     expect(r.code).toBe(2);
   });
 
+  it("condense's own records beside a session are never sessions, nor a glob's match of a --migrate backup", async () => {
+    const { cwd } = world();
+    const dir = path.join(cwd, "arch");
+    const a = session(dir, "a.jsonl", hdr("a", cwd), 1_700_000_000);
+    for (const f of ["a.jsonl.condense-undo", "a.jsonl.condense-journal", "a.jsonl.v1.bak"]) writeFileSync(path.join(dir, f), "{}\n");
+    // As a shell expands `arch/a*`, and as condense expands the glob itself.
+    const shell = ["a.jsonl", "a.jsonl.condense-journal", "a.jsonl.condense-undo"].map((f) => path.join(dir, f));
+    expect(await resolveSessionArgs(shell, { cwd, env: {} })).toEqual([a]);
+    expect(await resolveSessionArgs(["arch/a*"], { cwd, env: {} })).toEqual([a]);
+    // A backup named on its own is what the user asked for.
+    expect(await resolveSessionArgs([path.join(dir, "a.jsonl.v1.bak")], { cwd, env: {} })).toEqual([path.join(dir, "a.jsonl.v1.bak")]);
+    await expect(resolveSessionArgs([path.join(dir, "a.jsonl.condense-undo")], { cwd, env: {} })).rejects.toThrow(
+      "the arguments name only condense's own undo and journal records (*.condense-undo, *.condense-journal), no session; pass a session file, directory, glob or session id",
+    );
+  });
+
   it("a folder's symbolic links to session files are sessions; linked folders are not entered", () => {
     const { cwd } = world();
     const real = session(path.join(cwd, "store"), "a.jsonl", hdr("a", cwd), 1_700_000_000);

@@ -183,7 +183,9 @@ export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = pro
  * Resolve command-line session arguments to files, in argument order, without duplicates. With no
  * argument: `$PI_SESSION_FILE` when set (Pi 1.6's bash tool sets it to the current session for
  * every command it runs), else `latestSessionFor(cwd)`. A `$PI_SESSION_FILE` naming no session is
- * an error, never a reason to read another session.
+ * an error, never a reason to read another session. condense's own records (`*.condense-undo`,
+ * `*.condense-journal`) are never taken for sessions, nor a glob's match of a `--migrate` backup
+ * (`*.v1.bak`): a shell's `dir/name*` names them beside the session.
  * @param options.naming how the command takes a session, for the errors (default `argument`)
  * @throws UsageError for an argument that matches nothing, an ambiguous id prefix, a
  *   `$PI_SESSION_FILE` that is missing or not a session, or no session found
@@ -198,8 +200,13 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
   }
   const seen = new Set<string>();
   const out: string[] = [];
+  let own = 0;
   const add = (p: string) => {
     const full = resolve(cwd, p);
+    if (OWN_RECORD.test(full)) {
+      own++;
+      return;
+    }
     if (!seen.has(full)) {
       seen.add(full);
       out.push(full);
@@ -221,13 +228,24 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
       const { glob } = await import("tinyglobby");
       const files = (await glob(arg, { cwd, absolute: true, onlyFiles: true })).sort();
       if (files.length === 0) throw new UsageError(`${arg}: the glob matches no file`);
-      files.forEach(add);
+      // A glob's match of a --migrate backup (`x.jsonl*` → `x.jsonl.v1.bak`) is not meant: skip it.
+      for (const f of files) if (!MIGRATE_BACKUP.test(f)) add(f);
       continue;
     }
     add(await findById(arg, env, cwd));
   }
+  if (out.length === 0 && own > 0) {
+    throw new UsageError(
+      `the arguments name only condense's own undo and journal records (*.condense-undo, *.condense-journal), no session; ${howToName(naming)}`,
+    );
+  }
   return out;
 }
+
+/** condense's own records beside a session (session/journal.ts): JSONL, never a session, so never taken for one. */
+const OWN_RECORD = /\.condense-(?:undo|journal)$/;
+/** The v1/v2 original `--migrate` keeps (session/commit.ts `<file>.v<N>.bak`). */
+const MIGRATE_BACKUP = /\.v\d+\.bak$/;
 
 /**
  * The session `$PI_SESSION_FILE` names, when it is one.
