@@ -134,7 +134,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
   // Ctrl-C once the progress line counts a session done.
   const READS: [string, string[], string, string][] = [
     ["metrics", [], "metrics", " not done (left out above)"],
-    ["report", ["--html", "page.html"], "report", " not done (left out above); the page was not written"],
+    ["report", ["--html", "page.html"], "report", " not done; the page was not written"],
     ["compact", ["--dry-run"], "compacting", " not done; a dry run writes nothing"],
     ["compact", [], "compacting", " untouched (nothing was written to them); run the same command again to continue"],
   ];

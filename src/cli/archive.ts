@@ -25,7 +25,7 @@ export interface ArchiveOptions {
 /** Add `--shard K/N` and `--ndjson` to a command. */
 export function withArchiveOptions(command: Command): Command {
   return command
-    .option("--shard <K/N>", "process only shard K of N (a stable split of the files by path), for array jobs across machines")
+    .option("--shard <K/N>", "process only shard K of N (a stable split of the files by file name), for array jobs across machines")
     .option("--ndjson", "print one JSON line per session as it finishes (instead of one document at the end)");
 }
 

@@ -104,9 +104,10 @@ export function splitOutcomes<T>(outcomes: FileOutcome<T>[]): {
 
 /**
  * What a command interrupted by Ctrl-C was doing to its sessions: writing them (`run`, `compact`),
- * a dry run of that, or reading them (`metrics`, `report`).
+ * a dry run of that, reading them (`metrics`, `report`: the sessions done are printed above), or
+ * reading them for a page nobody sees yet (`report --html`: nothing is printed, no page written).
  */
-export type InterruptedWork = "write" | "dry-run" | "read";
+export type InterruptedWork = "write" | "dry-run" | "read" | "page";
 
 /**
  * The one line an interrupted batch ends with, the same for every command:
@@ -122,7 +123,8 @@ export function interruptedLine(counts: { done: number; failed: number; untouche
   // Ctrl-C came after the last file's work had finished (a write is never cut short): nothing is left.
   if (counts.untouched === 0) return `${head}: the interrupt came after the last one finished; nothing is left to do`;
   if (work === "write") return `${head}, ${counts.untouched} untouched (nothing was written to them); run the same command again to continue`;
-  return `${head}, ${counts.untouched} not done${work === "dry-run" ? "; a dry run writes nothing" : " (left out above)"}`;
+  const tail = work === "dry-run" ? "; a dry run writes nothing" : work === "page" ? "; the page was not written" : " (left out above)";
+  return `${head}, ${counts.untouched} not done${tail}`;
 }
 
 /** What `--json` says about an interrupted batch: counts, and the files nothing was written to. */
@@ -146,7 +148,9 @@ export function interruptedMessage(
   total: number,
   work: InterruptedWork = "write",
 ): string {
-  if (total === 1 && split.untouched.length === 1) return `${split.untouched[0]}: interrupted${work === "read" ? "" : "; nothing was written"}`;
+  if (total === 1 && split.untouched.length === 1) {
+    return `${split.untouched[0]}: interrupted${work === "read" ? "" : work === "page" ? "; the page was not written" : "; nothing was written"}`;
+  }
   return interruptedLine({ done: split.results.length, failed: split.failures.length, untouched: split.untouched.length }, work);
 }
 

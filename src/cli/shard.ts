@@ -1,6 +1,6 @@
 /**
  * Splitting an archive across machines (`--shard K/N`, issue 18): a stable partition of the files
- * by path, so that N runs of the same command — the array jobs of a scheduler (a Kubernetes Indexed
+ * by name, so that N runs of the same command — the array jobs of a scheduler (a Kubernetes Indexed
  * Job, a Slurm array, a CI matrix), each on its own machine — together process every file exactly
  * once. A file's shard is decided by its name alone (Pi names each session file by its start time
  * and id), hashed: machines that mount the archive at different places agree, and files coming and

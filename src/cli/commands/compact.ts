@@ -87,7 +87,10 @@ function declareCompact(program: Command): Command {
     .option("--dry-run", "compute everything, write nothing")
     .option("--output <file>", "write the original bytes plus the compaction entry to FILE; the input stays untouched")
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
-    .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
+    .option(
+      "--force",
+      "overwrite an existing --output file or migration backup; write even if the last tool calls look still running or Pi (or another process) has the session open",
+    )
     .option("--jobs <n>", "sessions processed at once (default: number of cores)")
     .addOption(
       new Option("--summarizer <kind>", "deterministic (zero-model summary, the default) or llm (Pi's prompts, the session's model)").choices([

@@ -109,7 +109,7 @@ export function registerReport(program: Command, exit: ExitState): void {
     else if (options.html === undefined && results.length > 0) out.print(formatTable(doc, out));
     if (interrupted) {
       exit.code = 130;
-      if (!options.json) out.error(`${interruptedMessage(split, files.length, "read")}${options.html !== undefined ? "; the page was not written" : ""}`);
+      if (!options.json) out.error(interruptedMessage(split, files.length, options.html !== undefined ? "page" : "read"));
     } else if (failures.length > 0 && files.length > 1)
       out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others are reported`);
   });

@@ -71,7 +71,10 @@ function declareRun(program: Command): Command {
   withArchiveOptions(withConfigOptions(cmd))
     .option("--no-chain", "skip chain compression")
     .option("--migrate", "rewrite v1/v2 sessions as v3 first (after a backup), as Pi does on open")
-    .option("--force", "overwrite an existing --output file or migration backup; write even if the last tool calls look still running")
+    .option(
+      "--force",
+      "overwrite an existing --output file or migration backup; write even if the last tool calls look still running or Pi (or another process) has the session open",
+    )
     .option("--output <file>", "write the original bytes plus the new entries to FILE; the input stays untouched")
     .addOption(targetOption())
     .addHelpText(
