@@ -139,6 +139,21 @@ describe("undo refuses, and changes nothing", () => {
     expect(readFileSync(file).equals(before)).toBe(true);
   });
 
+  it("after Pi appended between two writes: undo of the later one says no earlier write can be undone", async () => {
+    const Pi = await importPiSessionManager();
+    const file = path.join(tmp.dir, `pi-${n++}.jsonl`);
+    copyFileSync(SOURCE, file);
+    expect((await runCli(["run", file], env)).code).toBe(0);
+    Pi.SessionManager.open(file).appendMessage({ role: "user", content: [{ type: "text", text: "go on" }], timestamp: Date.now() });
+    const compact = await runCli(["compact", file, "--json", "--keep-recent-tokens", "2000"], env);
+    expect(JSON.parse(compact.stdout).sessions[0].written).not.toBeNull();
+    // Two writes are recorded, but Pi's message lies between them: the earlier one cannot be undone.
+    expect(readFileSync(undoPath(file), "utf8").trimEnd().split("\n")).toHaveLength(2);
+    const u = await runCli(["undo", file, "--json"], env);
+    expect(JSON.parse(u.stdout)).toMatchObject({ op: "compact", earlier: 0 });
+    expect((await runCli(["undo", file], env)).code).toBe(1);
+  });
+
   it("when condense's bytes changed, when the file was replaced, while another process has it open (--force undoes)", async () => {
     const changed = await written();
     const bytes = Buffer.from(changed.after);

@@ -66,11 +66,17 @@ function isOriginal(fd: number, size: number, migration: MigrationFacts): boolea
   return size === migration.bytes && sha256Hex(readRange(fd, 0, size)) === migration.sha256;
 }
 
-/** How many records are kept before `record` (earlier writes that `undo` can remove after it). */
+/**
+ * How many earlier writes `undo` can remove after `record`, one by one: the records before it
+ * each of which ended where the next one began. Bytes anyone else appended between two writes
+ * (Pi, resuming the session) end the count: undo never removes them, so it stops there.
+ */
 export function earlierWrites(session: string, record: UndoRecord): number {
   const records = readUndoRecords(session);
   const at = records.findIndex((r) => r.writeId === record.writeId);
-  return Math.max(at, 0);
+  let n = 0;
+  for (let i = at - 1; i >= 0 && records[i].postSize === records[i + 1].preSize; i--) n++;
+  return n;
 }
 
 /**
