@@ -12,7 +12,7 @@ import type { ToolCallRecord } from "../src/entries/types.js";
 import { formatQueryBlock, lookupRef, recordBody, shownOutput } from "../src/query/query.js";
 import { MAX_BYTES, MAX_LINES, truncateHead } from "../src/query/truncate.js";
 import { loadSession } from "../src/session/session.js";
-import { fixture, REPO, runCli, tempDir, writeSession } from "./render-support.js";
+import { copyTo, fixture, REPO, runCli, SHARED_SESSIONS, tempDir, writeSession } from "./render-support.js";
 
 const T = 1767225600000;
 const FAIL = "FAIL src/app.test.ts\n  ✕ adds numbers (4 ms)\n\n  Expected: 3\n  Received: 4\n\nTests: 1 failed, 11 passed, 12 total\n";
@@ -326,5 +326,24 @@ describe("condense query", () => {
     const r = await runCli(["query", "t1", "--session", path.join(tmp.dir, "missing.jsonl")]);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe("");
+  });
+});
+
+describe("query through Pi's bash tool (no terminal)", () => {
+  it("prints the recovered output only: not the lines Pi skips in the session, which run and render name", async () => {
+    // gjc-02: line 118 is not valid JSON (Pi skips it).
+    const { dir, cleanup } = tempDir("query-quiet");
+    try {
+      const file = copyTo(dir, path.join(SHARED_SESSIONS, "gjc-02-inline-agent-design.v3.jsonl"));
+      const env = { PI_CODING_AGENT_DIR: dir, NO_COLOR: "1" };
+      const run = await runCli(["run", file], env);
+      expect(run.stderr).toContain(":118 (byte 353618): line is not valid JSON; skipped, as Pi skips it");
+      const q = await runCli(["query", "t1", "--session", file], env);
+      expect(q.code).toBe(0);
+      expect(q.stderr).toBe("");
+      expect(q.stdout).not.toBe("");
+    } finally {
+      cleanup();
+    }
   });
 });

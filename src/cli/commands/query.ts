@@ -158,7 +158,9 @@ export function registerQuery(program: Command, exit: ExitState): void {
     });
     if (files.length !== 1) throw new UsageError(`--session must name one session; ${options.session} names ${files.length} files`);
     const session = await openSession(files[0], "read");
-    for (const w of session.warnings) out.warn(formatWarning(w));
+    // The lines Pi skips are said to a person at a terminal; an agent recovering an output through
+    // Pi's bash tool (no terminal) would read them on every recovery, about nothing it asked for.
+    if (process.stderr.isTTY) for (const w of session.warnings) out.warn(formatWarning(w));
     const indexer = ToolCallIndexer.fromBranch(session.branch);
     // Sidecars only from the session's own blobs folder, next to its real path (a fork: its parent's too).
     const folders = sidecarFolders(realpathSync(session.path), session.id, await forkParent(session.header?.parentSession, session.path));
