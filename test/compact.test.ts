@@ -321,7 +321,7 @@ describe("compact --if-over: Pi's own trigger or a fraction of the window", () =
     expect(below.code).toBe(0);
     expect(JSON.parse(below.stdout).sessions[0]).toMatchObject({
       status: "below-trigger",
-      reason: "context 7,950 tokens ≤ 183,616 (window − reserveTokens)",
+      reason: "Pi's estimate 7,950 tokens ≤ 183,616 (window − reserveTokens)",
       trigger: { piWouldCompact: false, level: 183616 },
       entryId: null,
       firstKeptEntryId: "013d3825",
@@ -349,7 +349,7 @@ describe("compact --if-over: Pi's own trigger or a fraction of the window", () =
       "--dry-run",
       "--json",
     ]);
-    expect(JSON.parse(half.stdout).sessions[0]).toMatchObject({ status: "below-trigger", reason: "context 7,950 tokens ≤ 10,000 (0.5 × window)" });
+    expect(JSON.parse(half.stdout).sessions[0]).toMatchObject({ status: "below-trigger", reason: "Pi's estimate 7,950 tokens ≤ 10,000 (0.5 × window)" });
     const third = await compact([
       copy("example-session.jsonl"),
       "--keep-recent-tokens",

@@ -59,7 +59,9 @@ export interface CompactionPlan {
 function belowTriggerReason(trigger: TriggerCheck, settings: CompactionSettings, fraction: number | undefined): string {
   if (fraction === undefined && !settings.enabled) return "auto-compaction is off (compaction.enabled: false), so Pi would not compact it";
   const level = Math.floor(trigger.level ?? 0).toLocaleString("en-US");
-  return `context ${trigger.contextTokens.toLocaleString("en-US")} tokens ≤ ${level} (${fraction === undefined ? "window − reserveTokens" : `${fraction} × window`})`;
+  // Pi's own trigger estimate (the last reported usage plus what follows it), which can differ
+  // from the context figure of the tables (every message estimated): named as Pi's.
+  return `Pi's estimate ${trigger.contextTokens.toLocaleString("en-US")} tokens ≤ ${level} (${fraction === undefined ? "window − reserveTokens" : `${fraction} × window`})`;
 }
 
 /**
