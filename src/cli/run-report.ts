@@ -111,15 +111,16 @@ function compactRow(r: Counts, label: string): string[] {
 }
 
 /** The table: wide when the terminal has room, else compact; a totals row for several sessions. */
-function runTable(results: RunFileResult[], out: Output): { text: string; layout: number } {
+function runTable(results: RunFileResult[], out: Output, failed: number): { text: string; layout: number } {
   const labels = sessionLabels(results);
   const counts = results.map((r) => ({ ...r, shown: shownContext(r) }));
   const wide = counts.map((r, i) => wideRow(r, labels[i]));
   const compact = counts.map((r, i) => compactRow(r, labels[i]));
-  if (results.length > 1) {
+  if (results.length + failed > 1) {
     const total = totals(results);
     const idle = results.filter((r) => !r.dryRun && !r.written).length;
-    const name = out.c.bold(`total (${results.length}${idle ? `, ${idle} with nothing to do` : ""})`);
+    const more = [idle ? `${idle} with nothing to do` : "", failed ? `${failed} failed` : ""].filter((x) => x !== "");
+    const name = out.c.bold(`total (${results.length}${more.map((x) => `, ${x}`).join("")})`);
     wide.push(wideRow(total, name));
     compact.push(compactRow(total, name));
   }
@@ -248,10 +249,11 @@ export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usa
  * The whole human report (stdout).
  * @param wallMs wall time of the whole command (not the sum of the sessions' times)
  * @param output the `--output` file, when given
+ * @param failed sessions that failed (not in `results`; the totals row counts them, as `metrics` does)
  */
-export function formatRunReport(results: RunFileResult[], out: Output, wallMs: number, output?: string): string {
+export function formatRunReport(results: RunFileResult[], out: Output, wallMs: number, output?: string, failed = 0): string {
   const width = out.width;
-  const table = runTable(results, out);
+  const table = runTable(results, out, failed);
   const dry = results.some((r) => r.dryRun) ? " ((N): a dry run would add N)" : "";
   const failedNote = results.some((r) => r.batches.failed) ? " (!N: N failed)" : "";
   const legend =

@@ -221,7 +221,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
     });
     return;
   }
-  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output));
+  if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output, failures.length));
   for (const r of results) {
     if (r.backup) out.info(`${r.session}: migrated from v${r.migratedFrom} to v3; the original is at ${r.backup}`);
     const wrote = writtenLine({ session: r.session, written: r.written, entries: r.entriesAppended, bytes: r.bytesAppended, migratedFrom: r.migratedFrom });
