@@ -185,8 +185,8 @@ const COMPACT: Column[] = [
   { head: "compact", align: "right" },
   { head: "other", align: "right" },
 ];
-// The session label gets at least WIDE's room here too: a terminal wide enough for MEDIUM must not
-// show less of it than the narrower one showing COMPACT.
+// The session label keeps WIDE's minimum here too (28 columns): MEDIUM is chosen only where the
+// label keeps that much room; below it, COMPACT shows more of the label instead.
 const MEDIUM: Column[] = [WIDE[0], { head: "size", align: "right" }, ...COMPACT.slice(1), WIDE[7], WIDE[8]];
 
 /** Where Pi itself would auto-compact: the turns, never, ? (a window unknown, as `compact --if-over` says), or off. */
