@@ -171,6 +171,21 @@ describe("Pi appends after run with a stale leaf; run applies condense's entries
     expect((await runCli(["run", file, "-q"], env())).code).toBe(0);
     // Pi's next turn from its stale leaf: condense's entries are off the branch.
     pi.appendMessage({ role: "user", content: [{ type: "text", text: "Thanks." }], timestamp: Date.parse("2026-03-01T12:05:00.000Z") });
+    // The reading commands say so too: what they show is what Pi sends, without those entries.
+    const render = await runCli(["render", file, "--stats"], env());
+    const metrics = await runCli(["metrics", file], env());
+    for (const r of [render, metrics]) {
+      expect(r.code).toBe(0);
+      // Pi stamps the entry it appends with its own clock.
+      expect(
+        r.stderr.startsWith(
+          `warning: ${file}: 105 entries condense wrote at 2026-03-01 12:00:00 UTC (lines 113–217) are off the active branch — Pi appended line 218 (`,
+        ),
+      ).toBe(true);
+      expect(r.stderr).toContain(
+        ") to the branch before them, so Pi does not see them; `condense run` applies them again on the current branch, reusing the summaries they hold\n",
+      );
+    }
     const dry = JSON.parse((await runCli(["run", file, "--dry-run", "--json"], env())).stdout).sessions[0];
     const reused = dry.usage.reused.session;
     expect(reused).toBeGreaterThan(1);

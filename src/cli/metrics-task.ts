@@ -4,6 +4,7 @@
  */
 import type { PruneConfig } from "../config/config.js";
 import { renderAfterRun } from "../pipeline/render.js";
+import { strandedWarnings } from "../pipeline/stranded.js";
 import { runFor } from "../pipeline/target.js";
 import { sessionView } from "../pipeline/view.js";
 import { formatWarning, openSession } from "../session/open.js";
@@ -28,7 +29,11 @@ export async function metricsTask(path: string, options: MetricsTaskOptions): Pr
   const planned = runFor("auto", session.path, session.header?.cwd);
   const afterRun = await renderAfterRun(view.fork(), undefined, planned);
   const metrics = computeSessionMetrics(view, afterRun, tokenizer, planned.target);
-  metrics.warnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${path}: ${p.message}`)];
+  metrics.warnings = [
+    ...session.warnings.map(formatWarning),
+    ...session.problems.map((p) => `${path}: ${p.message}`),
+    ...strandedWarnings(session, view.indexer),
+  ];
   return metrics;
 }
 

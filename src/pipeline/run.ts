@@ -143,7 +143,7 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   const view = sessionView(session, options.config);
   // Entries of an earlier run that a later Pi write left off the branch: said, and applied again.
   const stranded = strandedWrites(session, view.indexer);
-  for (const w of stranded) warn(describeStranded(session, w, options.dryRun));
+  for (const w of stranded) warn(describeStranded(session, w, options.dryRun ? "dry-run" : "run"));
   const done = (report: RunReport, written: string | null, bytesAppended: number, plan?: RunPlan): RunFileResult => ({
     ...report,
     label,

@@ -127,14 +127,15 @@ export function storedAnswers(session: Session, stranded: StrandedWrite[]): Stor
 /**
  * `s.jsonl: 56 entries condense wrote at 2026-03-01 12:00:00 (lines 113–168) are off the active
  * branch — Pi appended line 169 (12:03:10) after line 112, so Pi does not see them; applying them
- * again on the current branch, reusing the summaries they hold`
+ * again on the current branch, reusing the summaries they hold` (`doing`: what the command does —
+ * a run applies them, a dry run would, a reading command says that `condense run` does)
  */
-export function describeStranded(session: Pick<Session, "path">, w: StrandedWrite, dryRun: boolean): string {
+export function describeStranded(session: Pick<Session, "path">, w: StrandedWrite, doing: "run" | "dry-run" | "read"): string {
   const lines = w.firstLine === null ? "" : w.lastLine === w.firstLine ? ` (line ${w.firstLine})` : ` (lines ${w.firstLine}–${w.lastLine})`;
   const by = w.displacedBy
     ? ` — Pi appended ${w.displacedBy.line === null ? `entry ${w.displacedBy.id}` : `line ${w.displacedBy.line}`} (${clock(w.displacedBy.timestamp)}) to the branch before them, so Pi does not see them`
     : "";
-  const what = dryRun ? "a real run applies them again" : "applying them again";
+  const what = doing === "run" ? "applying them again" : doing === "dry-run" ? "a real run applies them again" : "`condense run` applies them again";
   return `${session.path}: ${w.entries.length} entries condense wrote at ${clock(w.writtenAt)}${lines} are off the active branch${by}; ${what} on the current branch, reusing the summaries they hold`;
 }
 
@@ -142,4 +143,13 @@ export function describeStranded(session: Pick<Session, "path">, w: StrandedWrit
 function clock(iso: string): string {
   const t = Date.parse(iso);
   return Number.isFinite(t) ? `${new Date(t).toISOString().slice(0, 19).replace("T", " ")} UTC` : String(iso);
+}
+
+/**
+ * For the commands that read a session (`render`, `metrics`): one warning per write of condense's
+ * left off the active branch whose summaries the branch lacks ({@link strandedWrites}), saying
+ * that Pi does not see them and that `condense run` applies them again.
+ */
+export function strandedWarnings(session: Session, indexer: Pick<ToolCallIndexer, "getRecord">): string[] {
+  return strandedWrites(session, indexer).map((w) => describeStranded(session, w, "read"));
 }
