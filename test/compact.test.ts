@@ -543,7 +543,15 @@ describe("the zero-model summary", () => {
     const block =
       '<compressed-chain id="b1" tools="t1">\n- `t1` bash `npm test` — OK, 12 chars, 1 line\n\nFull output: `condense query t1` in bash (or context_tree_query).\n</compressed-chain>';
     const messages = [
-      user(`${block} Make the build pass. Do not touch the public API.`),
+      // As stock Pi's context edit carries it: the block first, then the user's own text.
+      {
+        role: "user",
+        content: [
+          { type: "text", text: block },
+          { type: "text", text: "Make the build pass. Do not touch the public API." },
+        ],
+        timestamp: tick(),
+      } as AgentMessage,
       assistant("The build passes."),
       user(block.replace(/b1/g, "b2")),
       user("Now run the e2e tests."),

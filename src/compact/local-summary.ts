@@ -14,7 +14,7 @@
  * tokens, before the file lists Pi appends) whatever the session's size.
  */
 import { textOf } from "../context/projection.js";
-import { withoutCompressedChain } from "../context/vocabulary.js";
+import { withoutCompressedChains } from "../context/vocabulary.js";
 import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
 import { keyArgument } from "../summarize/deterministic.js";
 import { mergeSplitTurn } from "./request.js";
@@ -156,7 +156,7 @@ function noteTime(f: Facts, m: AgentMessage): void {
 /** A user request (as {@link prose}: a message of diagrams alone has no text), and the sentences of it that state a requirement or preference. */
 function addUser(f: Facts, content: unknown, walk: Walk): void {
   // A compressed chain `run` put before the user's words is condense's, not a request.
-  const raw = withoutCompressedChain(textOf(content)).trim();
+  const raw = textOf(withoutCompressedChains(content)).trim();
   if (raw === "") return;
   const text = prose(raw);
   f.requests.push({ text, reply: "", answered: false });

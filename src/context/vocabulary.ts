@@ -218,16 +218,14 @@ export function compressedChainId(text: string): string | undefined {
 }
 
 /**
- * A user message's text without the `<compressed-chain>` block a render put at its start (stock
- * Pi's context edits prefix the chain's first user message with it): what the user wrote, or ""
- * for a message that is only a block.
+ * A user message's content without its `<compressed-chain>` blocks (by {@link compressedChainId}):
+ * what the user wrote. The extension's block is a user message of its own (nothing is left);
+ * stock Pi's context edits carry it as the first block of the chain's first user message.
  */
-export function withoutCompressedChain(text: string): string {
-  const trimmed = text.trimStart();
-  if (!trimmed.startsWith("<compressed-chain")) return text;
-  const close = "\n</compressed-chain>";
-  const end = trimmed.indexOf(close);
-  return end < 0 ? "" : trimmed.slice(end + close.length).trimStart();
+export function withoutCompressedChains(content: unknown): unknown {
+  const isBlock = (text: unknown) => typeof text === "string" && compressedChainId(text.trimStart()) !== undefined;
+  if (typeof content === "string") return isBlock(content) ? "" : content;
+  return Array.isArray(content) ? content.filter((b) => !(b?.type === "text" && isBlock(b.text))) : content;
 }
 
 /** The text of a user message's first text block (or its string content). */
