@@ -8,6 +8,7 @@ import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
+import pLimit from "p-limit";
 import { UsageError } from "../util/errors.js";
 import { customSessionDir, expandPiPath } from "./pi-session-dir.js";
 
@@ -290,13 +291,11 @@ const HEADER_READS_AT_ONCE = 16;
 
 /** The header id of each file that has a session header (files without one are left out). */
 async function headerIds(files: string[]): Promise<Map<string, string>> {
+  const limit = pLimit(HEADER_READS_AT_ONCE);
+  const headers = await Promise.all(files.map((p) => limit(() => peekHeader(p))));
   const ids = new Map<string, string>();
-  for (let i = 0; i < files.length; i += HEADER_READS_AT_ONCE) {
-    const chunk = files.slice(i, i + HEADER_READS_AT_ONCE);
-    const headers = await Promise.all(chunk.map((p) => peekHeader(p)));
-    headers.forEach((h, j) => {
-      if (typeof h?.id === "string") ids.set(chunk[j], h.id);
-    });
-  }
+  headers.forEach((h, i) => {
+    if (typeof h?.id === "string") ids.set(files[i], h.id);
+  });
   return ids;
 }
