@@ -16,11 +16,6 @@ type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "entriesAppen
   shown: { before: ContextSize; after: ContextSize };
 };
 
-/** The context figure of the target a run used. */
-function shownContext(r: Pick<RunFileResult, "context" | "target">): { before: ContextSize; after: ContextSize } {
-  return sentContext(r.context, r.target);
-}
-
 function entriesCell(r: Counts, compact: boolean): string {
   if (r.dryRun) return compact ? `(${n(r.entriesAppended)})` : `would add ${n(r.entriesAppended)}`;
   if (r.written) return `+${n(r.entriesAppended)}`;
@@ -57,7 +52,7 @@ function totals(results: RunFileResult[]): Counts {
     },
     calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
     chains: { compressed: sum((r) => r.chains.compressed), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
-    shown: { before: size((r) => shownContext(r).before), after: size((r) => shownContext(r).after) },
+    shown: { before: size((r) => sentContext(r.context, r.target).before), after: size((r) => sentContext(r.context, r.target).after) },
     entriesAppended: sum((r) => r.entriesAppended),
     disk: {
       fileBytes: sum((r) => r.disk.fileBytes),
@@ -113,7 +108,7 @@ function compactRow(r: Counts, label: string): string[] {
 /** The table: wide when the terminal has room, else compact; a totals row for several sessions. */
 function runTable(results: RunFileResult[], out: Output, failed: number): { text: string; layout: number } {
   const labels = sessionLabels(results);
-  const counts = results.map((r) => ({ ...r, shown: shownContext(r) }));
+  const counts = results.map((r) => ({ ...r, shown: sentContext(r.context, r.target) }));
   const wide = counts.map((r, i) => wideRow(r, labels[i]));
   const compact = counts.map((r, i) => compactRow(r, labels[i]));
   if (results.length + failed > 1) {
