@@ -341,7 +341,10 @@ describe("query through Pi's bash tool (no terminal)", () => {
       const q = await runCli(["query", "t1", "--session", file], env);
       expect(q.code).toBe(0);
       expect(q.stderr).toBe("");
-      expect(q.stdout).not.toBe("");
+      // The recovered output itself, as --json gives it (the block's text), and nothing else.
+      const json = JSON.parse((await runCli(["query", "t1", "--session", file, "--json"], env)).stdout);
+      expect(json.results[0].output.length).toBeGreaterThan(100);
+      expect(q.stdout).toContain(json.results[0].output);
     } finally {
       cleanup();
     }

@@ -146,12 +146,19 @@ describe("undo refuses, and changes nothing", () => {
     expect((await runCli(["run", file], env)).code).toBe(0);
     Pi.SessionManager.open(file).appendMessage({ role: "user", content: [{ type: "text", text: "go on" }], timestamp: Date.now() });
     const compact = await runCli(["compact", file, "--json", "--keep-recent-tokens", "2000"], env);
-    expect(JSON.parse(compact.stdout).sessions[0].written).not.toBeNull();
+    expect(JSON.parse(compact.stdout).sessions[0].written).toBe(file);
     // Two writes are recorded, but Pi's message lies between them: the earlier one cannot be undone.
     expect(readFileSync(undoPath(file), "utf8").trimEnd().split("\n")).toHaveLength(2);
     const u = await runCli(["undo", file, "--json"], env);
+    expect(u.code).toBe(0);
     expect(JSON.parse(u.stdout)).toMatchObject({ op: "compact", earlier: 0 });
-    expect((await runCli(["undo", file], env)).code).toBe(1);
+    const later = await runCli(["undo", file], env);
+    expect(later.code).toBe(1);
+    expect(later.stderr).toMatch(
+      new RegExp(
+        `^error: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: cannot undo condense run of .*: 1 entry \\(the first a message \\(user\\) entry, .*\\) was appended after its \\d+ entries`,
+      ),
+    );
   });
 
   it("when condense's bytes changed, when the file was replaced, while another process has it open (--force undoes)", async () => {
