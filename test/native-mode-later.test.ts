@@ -11,6 +11,7 @@
 import { copyFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stubRef } from "../src/context/vocabulary.js";
 import { CONTEXT_EDITS_TYPE } from "../src/entries/types.js";
 import { runCli } from "./cli-harness.js";
 import { SHARED_SESSIONS, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
@@ -135,7 +136,7 @@ describe("native mode after Pi appended turns", () => {
     const second = await runCli(["run", file, "--target", "pi", "--json"], env(NOW2));
     expect(second.code, second.stderr).toBe(0);
     const report = JSON.parse(second.stdout).sessions[0];
-    expect(report.contextEdits.written).toBeGreaterThan(0);
+    expect(report.contextEdits).toEqual({ written: 56, stubs: 6, assistants: 0, carriers: 5, omitted: 45, keptForeign: 2, unrepresentable: 0 });
     // The undone result, and the assistant message whose call it answers (a tool turn goes whole or not at all).
     expect(report.contextEdits.keptForeign).toBe(2);
     const after = entriesOf(file);
@@ -143,13 +144,29 @@ describe("native mode after Pi appended turns", () => {
     const appended = after.slice(before.length);
     // Nothing after the user's edit targets what they undid.
     expect(appended.filter((e) => e.type === "context_edit" && e.targetId === undone)).toEqual([]);
-    // The new chains' results were stubbed or omitted, old ones only pruned further.
-    const newIds = new Set(before.map((e) => e.id));
-    const newTargets = appended.filter((e) => e.type === "context_edit" && !newIds.has(e.targetId!));
-    expect(newTargets.length).toBeGreaterThan(0);
+    // The new chains' results (Pi's later_* calls): one edit each, the four of the chains the window
+    // now compresses omitted, the six of the newest summarized behind stubs t58–t63.
+    const editsOf = (id: string) => appended.filter((e) => e.type === "context_edit" && e.targetId === id).map((e) => e.replacement);
+    const later = before.filter(
+      (e) => e.type === "message" && e.message?.role === "toolResult" && String((e.message as { toolCallId?: unknown }).toolCallId).startsWith("later_"),
+    );
+    expect(later).toHaveLength(10);
+    expect(later.slice(0, 4).map((r) => editsOf(r.id))).toEqual([[null], [null], [null], [null]]);
+    expect(later.slice(4).map((r) => editsOf(r.id).map((x) => stubRef((x as { content: { text: string }[] }).content[0].text)))).toEqual([
+      ["t58"],
+      ["t59"],
+      ["t60"],
+      ["t61"],
+      ["t62"],
+      ["t63"],
+    ]);
+    // Entries run 2 appended itself (its summaries) are edited too: the four a chain now covers are omitted.
+    const existing = new Set(before.map((e) => e.id));
+    const ownNew = appended.filter((e) => e.type === "context_edit" && !existing.has(e.targetId!));
+    expect(ownNew.map((e) => [byId.get(e.targetId!)?.type, e.replacement])).toEqual(Array(4).fill(["custom_message", null]));
     // Old chains the window now passes were compressed: results stubbed in run 1 are omitted now.
     const twice = [...ownEditsByTarget(after)].filter(([, e]) => e.length > 1);
-    expect(twice.length).toBeGreaterThan(0);
+    expect(twice.length).toBe(8);
     for (const [target, edits] of ownEditsByTarget(after)) expectMonotone(byId.get(target)?.message?.role ?? byId.get(target)!.type, edits);
     await expectPiAloneRendered(file);
     const sent = piAlone(file);
