@@ -13,6 +13,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cwdFolderName } from "../src/session/locate.js";
+import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
 import { FIXTURES, REPO_ROOT, SHARED_SESSIONS, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
 
@@ -48,25 +49,25 @@ describe("every stub and chain block names a condense query command that prints 
   let Pi: any;
   let PiMessages: any;
   let shim: string;
+  let cli: ReturnType<typeof buildCli>;
   const agent = () => path.join(tmp.dir, "agent");
 
   beforeAll(async () => {
     tmp = makeTempDir("native-recovery");
     Pi = await importPiSessionManager();
     PiMessages = await importPiMessages();
-    if (!existsSync(path.join(REPO_ROOT, "dist", "cli", "main.js"))) throw new Error("dist/ missing: run npm run build");
-    // `condense` on PATH: the in-repo build (the packed install is checked by install.test.ts).
+    // `condense` on PATH: a build of these sources (the packed install is checked by install.test.ts).
+    cli = buildCli("native-recovery");
     shim = path.join(tmp.dir, "bin");
     mkdirSync(shim);
-    writeFileSync(
-      path.join(shim, "condense"),
-      `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(REPO_ROOT, "bin", "condense.js"))} "$@"\n`,
-      {
-        mode: 0o755,
-      },
-    );
+    writeFileSync(path.join(shim, "condense"), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(cli.bin)} "$@"\n`, {
+      mode: 0o755,
+    });
+  }, 120_000);
+  afterAll(() => {
+    tmp?.cleanup();
+    cli?.cleanup();
   });
-  afterAll(() => tmp?.cleanup());
 
   /** A copy of `source` whose header says it was recorded in `work`, written to `file`. */
   const placeAt = (source: string, work: string, file: string) => {
