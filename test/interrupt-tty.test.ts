@@ -5,14 +5,14 @@
  * line that says so — for an archive, how many sessions were done and how many left untouched.
  * A second Ctrl-C ends the process at once. The same without a terminal (SIGINT from a parent).
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
 import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
-import { hasTmux, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
+import { catchesSigint, hasTmux, nodeProcesses, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
 
 const SOURCE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
 /** A frame of ora's default spinner (dots). */
@@ -180,20 +180,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const run = start("quiet-metrics", ["metrics", folder, "--jobs", "1", "-q"]);
     // Nothing is printed to wait for: type Ctrl-C once node catches SIGINT (Linux: bit 2 of SigCgt).
     // Typed earlier, it reaches a process that still ignores it (the shell's `trap '' INT`).
-    const catchesSigint = () =>
-      spawnSync("pgrep", ["-f", folder], { encoding: "utf8" })
-        .stdout.split("\n")
-        .filter((pid) => pid !== "")
-        .some((pid) => {
-          try {
-            if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "node") return false;
-            const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? "0";
-            return (BigInt(`0x${mask}`) & 2n) !== 0n;
-          } catch {
-            return false; // gone between pgrep and the read
-          }
-        });
-    await waitFor("a SIGINT handler", catchesSigint, 60_000);
+    await waitFor("a SIGINT handler", () => nodeProcesses(folder).some(catchesSigint), 60_000);
     await sleep(500);
     run.keys("C-c");
     expect(await run.exited(60_000)).toBe(130);
@@ -297,11 +284,7 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     for (const f of files.slice(1)) linkSync(first, f);
     const child = spawnCli(["metrics", folder, "--jobs", "1", "--json"]);
     // Once the process catches SIGINT (Linux: bit 2 of SigCgt), and a moment later, when its own handler is installed.
-    const catchesSigint = () => {
-      const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${child.pid}/status`, "utf8"))?.[1] ?? "0";
-      return (BigInt(`0x${mask}`) & 2n) !== 0n;
-    };
-    await waitFor("a SIGINT handler", catchesSigint);
+    await waitFor("a SIGINT handler", () => catchesSigint(child.pid as number));
     await sleep(1000);
     child.kill("SIGINT");
     expect(await child.exited).toBe(130);

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cwdFolderName } from "../src/session/locate.js";
 import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
-import { FIXTURES, REPO_ROOT, SHARED_SESSIONS, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
+import { FIXTURES, SHARED_SESSIONS, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
 
 type Msg = { role: string; content?: unknown; toolCallId?: string; timestamp?: number };
 const textsOf = (m: Msg): string[] =>

@@ -19,6 +19,7 @@ import { planContextEdits } from "../src/render/context-edits.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { runCli } from "./cli-harness.js";
 import { FIXTURES, HEX8, importPiCompaction, importPiMessages, importPiSessionManager, makeTempDir } from "./helpers.js";
+import { piTokens } from "./native-mode/checks.js";
 
 const NOW = "2026-02-01T00:00:00.000Z";
 const SHAPES = path.join(FIXTURES, "native-mode-shapes.jsonl");
@@ -176,15 +177,14 @@ describe("metrics: stock Pi's context now → after run, next to the extension's
       // No settings: `run` would write for stock Pi (auto), and metrics plans its "after" that way.
       const env = { CONDENSE_NOW: NOW, PI_CODING_AGENT_DIR: path.join(tmp.dir, "agent") };
       const { estimateTokens } = await importPiCompaction();
-      const piTokens = (messages: unknown[]) => messages.reduce<number>((t, m) => t + estimateTokens(m), 0);
       const renderPiOnly = async () => JSON.parse((await runCli(["render", file, "--as", "pi-only", "--format", "json", "--quiet"], env)).stdout);
-      const now = piTokens(await renderPiOnly());
+      const now = piTokens(estimateTokens, await renderPiOnly());
       const planned = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
       expect(planned.piOnly.before.tokens).toBe(now);
       expect(planned.piOnly.reclaimedPct).toBeGreaterThan(50);
       expect(Math.abs(planned.piOnly.reclaimedPct - planned.reclaimedPct)).toBeLessThanOrEqual(5);
       expect((await runCli(["run", file, "--target", "pi", "--quiet"], env)).code).toBe(0);
-      expect(piTokens(await renderPiOnly())).toBe(planned.piOnly.after.tokens);
+      expect(piTokens(estimateTokens, await renderPiOnly())).toBe(planned.piOnly.after.tokens);
       const after = JSON.parse((await runCli(["metrics", file, "--json"], env)).stdout).sessions[0].context;
       expect(after.piOnly).toEqual({ before: planned.piOnly.after, after: planned.piOnly.after, reclaimedTokens: 0, reclaimedPct: 0 });
     } finally {

@@ -83,3 +83,29 @@ export function startInTty(name: string, dir: string, argv: string[], env: Recor
     },
   };
 }
+
+/**
+ * True when process `pid` catches SIGINT (Linux: bit 2 of `SigCgt` in /proc/<pid>/status): a
+ * command's own handler is installed, so a Ctrl-C now reaches it. False when the process is gone.
+ */
+export function catchesSigint(pid: number | string): boolean {
+  try {
+    const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? "0";
+    return (BigInt(`0x${mask}`) & 2n) !== 0n;
+  } catch {
+    return false;
+  }
+}
+
+/** The `node` processes whose command line contains `text` (pgrep -f), by pid. */
+export function nodeProcesses(text: string): string[] {
+  return spawnSync("pgrep", ["-f", text], { encoding: "utf8" })
+    .stdout.split("\n")
+    .filter((pid) => {
+      try {
+        return pid !== "" && readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node";
+      } catch {
+        return false; // gone between pgrep and the read
+      }
+    });
+}

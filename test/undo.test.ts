@@ -14,7 +14,7 @@ import { undoPath } from "../src/session/journal.js";
 import { undoRefusal } from "../src/pipeline/undo.js";
 import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
-import { importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+import { FIXTURES, importPiSessionManager, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 
 const tmp = makeTempDir("undo");
 afterAll(tmp.cleanup);
@@ -243,7 +243,6 @@ describe("an undo killed after its truncation", () => {
 });
 
 describe("undo after --migrate puts back the v1/v2 original byte for byte", () => {
-  const FIXTURES = path.join(__dirname, "..", "fixtures");
   const V1 = path.join(SHARED_SESSIONS, "pimono-custom-tool-session.v1.jsonl");
   const V2 = path.join(FIXTURES, "v2-hookmessage.jsonl");
   const cases: [string, string[], string, number][] = [

@@ -6,14 +6,13 @@
  * gives what Pi sends with the extension loaded, the refs the extension rebuilt, and what its
  * `context_tree_query` returns for the same ids.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
 import { parseOccurrenceKey } from "../../src/context/vocabulary.js";
 import { ToolCallIndexer } from "../../src/prune/indexer.js";
 import { loadSession } from "../../src/session/session.js";
 import { runCli, type CliRun } from "../cli-harness.js";
-import { SHARED_SESSIONS } from "../helpers.js";
 import { runHarness, type HarnessJob, type HarnessResult } from "./client.js";
 
 export const NOW = "2026-02-01T00:00:00.000Z";
@@ -241,17 +240,8 @@ export const EMPTY = "bad-empty.jsonl";
 /** Pi skips the cut-off final line and sends the rest; condense renders that too, but will not write to a file that may still be being written. */
 export const STILL_WRITTEN = "bad-truncated-final-line.jsonl";
 
-/** The shared session files (sorted names; none when ../shared/sessions is absent). */
-export function sharedSessionFiles(): string[] {
-  return existsSync(SHARED_SESSIONS)
-    ? readdirSync(SHARED_SESSIONS)
-        .filter((f) => f.endsWith(".jsonl"))
-        .sort()
-    : [];
-}
-
-/** The one shared file Pi refuses to open: no header line (SOURCES.md); condense refuses to run on it. */
-export const HEADERLESS = "gjc-01-youtube-transcript-extraction.v3.jsonl";
+/** The shared session files, and the one Pi refuses (no header): test/helpers.ts's, under the names the oracle suites use. */
+export { HEADERLESS_SHARED as HEADERLESS, sharedSessionFiles } from "../helpers.js";
 
 /** The bytes of a file (to check that nothing touched a read-only input). */
 export const bytesOf = (file: string): Buffer => readFileSync(file);
