@@ -125,6 +125,8 @@ describe("undo refuses, and changes nothing", () => {
     const r = await runCli(["run", file, "--json"], env);
     expect(r.code).toBe(0);
     const entries = JSON.parse(r.stdout).sessions[0].entriesAppended as number;
+    // kimchi-statusline for stock Pi: the extension's 56 entries, 48 context edits and the entry listing them.
+    expect(entries).toBe(105);
     const size = readFileSync(file).length;
     pi.appendMessage({ role: "user", content: [{ type: "text", text: "go on" }], timestamp: Date.now() });
     const stamp = JSON.parse(readFileSync(file, "utf8").trimEnd().split("\n").pop() as string).timestamp as string;
