@@ -43,8 +43,16 @@ describe("a mistyped command", () => {
     const dir = path.join(tmp.dir, "named");
     mkdirSync(dir);
     copyInto(dir, path.join(FIXTURES, "example-session.jsonl"), "metric");
-    const r = await runCli(path.join(dir, "metric"), "--dry-run", "--json");
-    expect(r.code).toBe(0);
+    // Typed bare in the folder that holds it, as a mistyped command would be.
+    const cwd = process.cwd();
+    process.chdir(dir);
+    try {
+      const r = await runCli("metric", "--dry-run", "--json");
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout).sessions.map((s: { session: string }) => s.session)).toEqual([path.join(dir, "metric")]);
+    } finally {
+      process.chdir(cwd);
+    }
   });
 });
 
