@@ -111,12 +111,16 @@ describe("run's report", () => {
     const blobs = path.join(tmp.dir, "0199c0de-0000-7000-8000-0000000000a1-blobs");
     const sidecar = readFileSync(path.join(blobs, "call_1_1767261602300.txt"));
     expect(doc.disk).toEqual({ fileBytes: size, appendBytes: statSync(file).size - size, sidecarFiles: 1, sidecarBytes: sidecar.length, sidecarDirs: [blobs] });
-    // The same on a dry run, from the human report.
+    // The same on a dry run, from the human report, against the dry run's --json (stock Pi's stubs
+    // name the session's path, so the append's size depends on where the copy lies).
     const again = copyInto(path.join(tmp.dir, "named"), path.join(FIXTURES, "spill-and-duplicate.jsonl"), "dry.jsonl");
+    const dry = JSON.parse((await runCliWith(NOW, again, "--set", "spillThreshold=4000", "--dry-run", "--json")).stdout).sessions[0];
+    expect(dry.disk.fileBytes).toBe(size);
+    expect(dry.disk.sidecarBytes).toBe(sidecar.length);
     const human = await runCliWith({ ...NOW, COLUMNS: "200" }, again, "--set", "spillThreshold=4000", "--dry-run");
     const kb = (n: number) => `${Math.round(n / 1024)} KB`;
     expect(human.stdout).toContain(
-      `the session file would grow by ${kb(doc.disk.appendBytes)} (+${((100 * doc.disk.appendBytes) / size).toFixed(1)}%); 1 sidecar file (${kb(sidecar.length)}) in ${path.join(tmp.dir, "named", "0199c0de-0000-7000-8000-0000000000a1-blobs")}`,
+      `the session file would grow by ${kb(dry.disk.appendBytes)} (+${((100 * dry.disk.appendBytes) / size).toFixed(1)}%); 1 sidecar file (${kb(sidecar.length)}) in ${path.join(tmp.dir, "named", "0199c0de-0000-7000-8000-0000000000a1-blobs")}`,
     );
   });
 

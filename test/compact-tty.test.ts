@@ -42,7 +42,7 @@ describe.skipIf(!hasTmux)("compact in a terminal", () => {
     const cmd = `env PI_CODING_AGENT_DIR=${dir} ${process.execPath} ${cli.bin} compact ${file} --model oai/gpt-local --keep-recent-tokens 400`;
     const script = `trap '' INT; ${cmd}; echo EXIT=$? > ${rc}; sleep 60`;
     expect(tmux("new-session", "-d", "-s", sessionName, "-x", "120", "-y", "20", "sh", "-c", script).status).toBe(0);
-    const screen = () => tmux("capture-pane", "-p", "-S", "-100", "-t", sessionName).stdout;
+    const screen = () => tmux("capture-pane", "-p", "-J", "-S", "-100", "-t", sessionName).stdout;
     await waitFor("the spinner", () => screen().includes("summarizing with oai/gpt-local"));
     await waitFor("the request", () => server.requests.length > 0);
     tmux("send-keys", "-t", sessionName, "C-c");

@@ -49,6 +49,17 @@ export async function importPiCompactionUtils(): Promise<any> {
   return await import(/* @vite-ignore */ url);
 }
 
+/**
+ * A fresh folder under /tmp itself (not `$TMPDIR`), so its path has the same length on every
+ * machine: `/tmp/condense-<prefix>-XXXXXX`. For tests whose figures depend on a session's path —
+ * stock Pi's stubs name it (`condense query tN --session PATH`), so the tokens and bytes `run`
+ * adds grow with it. Call the returned function to remove it.
+ */
+export function fixedLengthTempDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(`/tmp/condense-${prefix}-`);
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
 /** A fresh temp folder; call the returned function to remove it. */
 export function makeTempDir(prefix: string): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), `condense-${prefix}-`));

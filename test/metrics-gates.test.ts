@@ -2,6 +2,7 @@ import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it, onTestFinished } from "vitest";
 import { fixture, runCli, runCliWith, tempDir } from "./cli-capture.js";
+import { fixedLengthTempDir } from "./helpers.js";
 import { copyTo } from "./render-support.js";
 
 // metrics-one-open-chain.jsonl: frontier gap 35, chain share 100%, open thinking 29,
@@ -20,8 +21,8 @@ const gates: [flag: string, metric: string, value: string, below: string, equal:
 
 // chain-partly-summarized.jsonl: after `run`, stock Pi sends 123 tokens (at that path), Pi with the extension 102.
 // Stock Pi's stubs name the session's path (`condense query tN --session PATH`), so the file is
-// copied to a path of the same length wherever the checkout is: /tmp/condense-gates-XXXXXX/.
-const copy = tempDir("gates");
+// copied to a path of the same length wherever the checkout and $TMPDIR are: /tmp/condense-gates-XXXXXX/.
+const copy = fixedLengthTempDir("gates");
 afterAll(copy.cleanup);
 const PARTLY = copyTo(copy.dir, fixture("chain-partly-summarized.jsonl"));
 

@@ -12,14 +12,14 @@
  * skipped only when it is missing and apt is unavailable (`CONDENSE_BROWSER_SKIP` names why).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
 import { runCli } from "./cli-harness.js";
-import { REPO_ROOT, SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
+import { fixedLengthTempDir, REPO_ROOT, SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
 
 const CHROMIUM = "/usr/bin/chromium";
 const FLAGS = [
@@ -44,8 +44,12 @@ const skipReason = hasChromium
     : (process.env.CONDENSE_BROWSER_SKIP ?? "Chromium is not installed and apt-get is unavailable to install it");
 if (skipReason) console.warn(`report browser test skipped: ${skipReason}`);
 
-const shared = (name: string) => path.join(SHARED_SESSIONS, name);
-const LARGEST = sharedSessionFiles().sort((a, b) => statSync(shared(b)).size - statSync(shared(a)).size)[0];
+// The shared sessions are read from a copy at a path of one length on every machine: stock Pi's
+// stubs name the session's path, so the figures after `run` depend on it.
+const copies = fixedLengthTempDir("browser");
+const SESSIONS = path.join(copies.dir, "sessions");
+const shared = (name: string) => path.join(SESSIONS, name);
+const LARGEST = sharedSessionFiles().sort((a, b) => statSync(path.join(SHARED_SESSIONS, b)).size - statSync(path.join(SHARED_SESSIONS, a)).size)[0];
 const THREE = [LARGEST, "kimchi-session.v3.jsonl", "specstory-real-world-trimmed.v3.jsonl"];
 
 interface Loaded {
@@ -85,6 +89,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
   beforeAll(async () => {
     if (!hasChromium) throw new Error(`${CHROMIUM} is missing: install it with apt-get install -y chromium (.ci/run does)`);
     mkdirSync(ARTIFACTS, { recursive: true });
+    cpSync(SHARED_SESSIONS, SESSIONS, { recursive: true });
     const env = { NO_COLOR: "1", PI_CODING_AGENT_DIR: path.join(ARTIFACTS, "no-pi-settings") };
     const make = async (name: string, args: string[]) => {
       const file = path.join(ARTIFACTS, `report-${name}.html`);
@@ -97,7 +102,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
     // as the package ships it (compiled by tsc), the document as the workers build it.
     cli = buildCli("report-browser");
     const archive = path.join(ARTIFACTS, "report-archive.html");
-    const built = spawnSync(process.execPath, [cli.bin, "report", SHARED_SESSIONS, "--jobs", "2", "--quiet", "--html", archive], {
+    const built = spawnSync(process.execPath, [cli.bin, "report", SESSIONS, "--jobs", "2", "--quiet", "--html", archive], {
       env: { ...process.env, ...env },
       encoding: "utf8",
     });
@@ -122,6 +127,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
     await context?.close();
     if (profile) rmSync(profile, { recursive: true, force: true });
     cli?.cleanup();
+    copies.cleanup();
   });
 
   async function open(name: string): Promise<Loaded> {
@@ -226,7 +232,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
       // Reclaim of what each session's Pi sends (stock Pi here: no Pi settings), sorted by the tokens
       // the cell leads with, not by its share.
       const reclaim = (s: any) => s.run.context.piOnly.before.tokens - s.run.context.piOnly.after.tokens;
-      // The row leads with what the session's Pi sends, figures that add up: gjc-02 32,174 − 24,973 = 7,201.
+      // The row leads with what the session's Pi sends, figures that add up: gjc-02 32,174 − 25,001 = 7,173 (at /tmp/condense-browser-XXXXXX/sessions).
       const rowOf = (title: string) =>
         page.evaluate((t) => {
           const row = [...document.querySelectorAll("table.sessions tbody tr[data-session]")].find((r) => r.querySelector("a")?.textContent?.startsWith(t));
@@ -243,7 +249,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
         "other Pi after run",
         "other Pi after compact",
       ]);
-      expect((await rowOf("019f5be5"))?.slice(4, 12)).toEqual(["stock Pi", "32,174", "24,973", "7,201 (22%)", "22,953", "30,817", "24,826", "22,953"]);
+      expect((await rowOf("019f5be5"))?.slice(4, 12)).toEqual(["stock Pi", "32,174", "25,001", "7,173 (22%)", "22,953", "30,817", "24,826", "22,953"]);
       // Two files of one session (5fd1e58c): told apart by file name, as the CLI table does.
       expect(await rowOf("5fd1e58c")).toBeNull();
       expect(await rowOf("pimono-custom-tool-session.v1.jsonl 2025-12-17")).not.toBeNull();

@@ -18,7 +18,7 @@ import type { SessionReport } from "../src/report/session-report.js";
 import { loadSession } from "../src/session/session.js";
 import { fixture, runCli, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 import { runCli as harness } from "./cli-harness.js";
-import { copyInto, importPiCompaction, importPiSessionManager, sharedSessionFiles } from "./helpers.js";
+import { copyInto, fixedLengthTempDir, importPiCompaction, importPiSessionManager, sharedSessionFiles } from "./helpers.js";
 
 const NOW = { CONDENSE_NOW: "2026-01-01T00:00:00.000Z" };
 const shared = (name: string) => path.join(SHARED_SESSIONS, name);
@@ -297,15 +297,18 @@ describe("report --html", () => {
 });
 
 describe("the table leads with what the session's Pi sends: now → run → compact against one now", () => {
-  // gjc-02, no Pi settings (stock Pi): 32,174 now; stock Pi after run 24,973, after compact 22,953;
-  // the extension, not installed, would send 30,817 → 24,826 (the "other" figure).
-  const file = shared("gjc-02-inline-agent-design.v3.jsonl");
+  // gjc-02, no Pi settings (stock Pi): 32,174 now; stock Pi after run 24,987, after compact 22,953;
+  // the extension, not installed, would send 30,817 → 24,826 (the "other" figure). Stock Pi's stubs
+  // name the session's path, so the copy lies at a path of one length on every machine.
+  const copy = fixedLengthTempDir("report");
+  afterAll(copy.cleanup);
+  const file = copyInto(copy.dir, shared("gjc-02-inline-agent-design.v3.jsonl"));
 
   it("at 80 columns and wide", async () => {
     const narrow = await harness(["report", file], { ...env(), COLUMNS: "80" });
     expect(narrow.stdout).toContain("│ stock │ 32.2k │ 25.0k -22% │ 23.0k -29% │ 24.8k │");
     const wide = await harness(["report", file], { ...env(), COLUMNS: "250" });
-    expect(wide.stdout).toMatch(/│ stock │ 32,174 → 24,973 \(-22%\) │ 32,174 → 22,953 \(-29%\) │ 30,817 → 24,826 \(-19%\) │ never +│ \$0\.00 │/);
+    expect(wide.stdout).toMatch(/│ stock │ 32,174 → 24,987 \(-22%\) │ 32,174 → 22,953 \(-29%\) │ 30,817 → 24,826 \(-19%\) │ never +│ \$0\.00 │/);
   });
 });
 
