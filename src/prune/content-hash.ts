@@ -3,7 +3,7 @@
  * `sha1(toolName + "\0" + normalize(resultText))`, normalize = CRLF → LF, trailing whitespace
  * stripped per line, whole text trimmed.
  */
-import { createHash } from "node:crypto";
+import { createHash, hash } from "node:crypto";
 
 /** The seed's conservative normalization; internal whitespace and case are kept. */
 export function normalizeResult(text: string): string {
@@ -16,7 +16,9 @@ export function normalizeResult(text: string): string {
 
 /** Hex SHA-1 of tool name, NUL, normalized result text. */
 export function contentHash(toolName: string, resultText: string): string {
-  return createHash("sha1")
-    .update(`${toolName}\0${normalizeResult(resultText)}`)
-    .digest("hex");
+  return sha1Hex(`${toolName}\0${normalizeResult(resultText)}`);
 }
+
+/** Hex SHA-1 of a string: Node's one-shot `crypto.hash` where it exists (no Hash object per call). */
+const sha1Hex: (data: string) => string =
+  typeof hash === "function" ? (data) => hash("sha1", data, "hex") : (data) => createHash("sha1").update(data).digest("hex");

@@ -90,6 +90,9 @@ export interface CallNotes {
 
 const KINDS = ["reason", "errors", "totals", "paths", "matches"] as const;
 
+/** Notes that keep nothing (what {@link callNotes} gives for an empty output). */
+const noNotes = (): CallNotes => ({ reason: [], errors: [], totals: [], paths: [], matches: [] });
+
 /**
  * Everything worth keeping from one output, verbatim (cut at a word boundary), without repeats:
  * a failure's reason, error lines, totals, file paths (not of a file read's contents), and for
@@ -97,7 +100,7 @@ const KINDS = ["reason", "errors", "totals", "paths", "matches"] as const;
  * @param stripped the output without control characters, when the caller has it (`stripControl`)
  */
 export function callNotes(call: SummaryCall, stripped?: string): CallNotes {
-  const notes: CallNotes = { reason: [], errors: [], totals: [], paths: [], matches: [] };
+  const notes = noNotes();
   const text = stripped ?? stripControl(call.resultText);
   if (text.trim() === "") return notes;
   const seen = new Set<string>();
@@ -139,9 +142,11 @@ function shortOutput(call: SummaryCall, stripped: string): string | undefined {
  * The line that opens a call's bullet: label, tool, key argument, status, exit code, and either
  * the whole output when it is short or its size.
  */
-function header(call: SummaryCall, label: string, short: string | undefined): string {
+function header(call: SummaryCall, label: string, short: string | undefined, stripped: string): string {
   const arg = keyArgument(call.args);
-  const exit = exitStatus(stripControl(call.resultText.slice(-4000)));
+  // The last 4,000 characters, stripped (a text without control characters is its own stripped form).
+  const tail = call.resultText.slice(-4000);
+  const exit = exitStatus(stripped === call.resultText ? tail : stripControl(tail));
   const status = call.isError ? "ERROR" : "OK";
   const lines = lineCount(call.resultText);
   const size =
@@ -155,10 +160,15 @@ function header(call: SummaryCall, label: string, short: string | undefined): st
 
 /** One call's bullet: the header, its lines, its paths on one line. */
 function bullet(head: string, kept: CallNotes): string {
-  const lines = [head, ...[...kept.reason, ...kept.errors, ...kept.totals].map((l) => `  - ${l}`)];
-  if (kept.paths.length > 0) lines.push(`  - files: ${kept.paths.join(", ")}`);
-  for (const l of kept.matches) lines.push(`  - ${l}`);
-  return lines.join("\n");
+  // Concatenated in loops: spreading and mapping these small lists, empty or not, made the
+  // optimized caller deoptimize again and again on their changing array kinds.
+  let out = head;
+  for (const l of kept.reason) out += `\n  - ${l}`;
+  for (const l of kept.errors) out += `\n  - ${l}`;
+  for (const l of kept.totals) out += `\n  - ${l}`;
+  if (kept.paths.length > 0) out += `\n  - files: ${kept.paths.join(", ")}`;
+  for (const l of kept.matches) out += `\n  - ${l}`;
+  return out;
 }
 
 /** How {@link summarizeDeterministically} labels calls and how much room it leaves. */
@@ -180,10 +190,10 @@ export function summarizeDeterministically(batch: SummaryBatch, options: Determi
   // Each output without control characters, once.
   const stripped = batch.calls.map((c) => stripControl(c.resultText));
   const shorts = batch.calls.map((c, i) => shortOutput(c, stripped[i]));
-  const heads = batch.calls.map((c, i) => header(c, label(i, c), shorts[i]));
+  const heads = batch.calls.map((c, i) => header(c, label(i, c), shorts[i], stripped[i]));
   // A short output is quoted whole in its header: nothing more to keep.
-  const notes = batch.calls.map((c, i) => (shorts[i] === undefined ? callNotes(c, stripped[i]) : callNotes({ ...c, resultText: "" }, "")));
-  const kept: CallNotes[] = batch.calls.map(() => ({ reason: [], errors: [], totals: [], paths: [], matches: [] }));
+  const notes = batch.calls.map((c, i) => (shorts[i] === undefined ? callNotes(c, stripped[i]) : noNotes()));
+  const kept: CallNotes[] = batch.calls.map(noNotes);
   room -= heads.reduce((n, h) => n + h.length, 0) + heads.length - 1;
   // Kind by kind; inside a kind, the k-th item of every call before the (k+1)-th of any.
   for (const kind of KINDS) {
@@ -201,7 +211,9 @@ export function summarizeDeterministically(batch: SummaryBatch, options: Determi
       }
     }
   }
-  return heads.map((h, i) => bullet(h, kept[i])).join("\n");
+  let out = "";
+  for (let i = 0; i < heads.length; i++) out += i === 0 ? bullet(heads[i], kept[i]) : `\n${bullet(heads[i], kept[i])}`;
+  return out;
 }
 
 /**
