@@ -55,7 +55,9 @@ export function isTotalsLine(line: string): boolean {
 /** The last exit status an output prints, or undefined. */
 export function exitStatus(text: string): string | undefined {
   let last: string | undefined;
-  for (const m of text.matchAll(EXIT)) last = m[1];
+  // `exec` on the shared pattern from 0 (what `matchAll` does on a copy it makes per call).
+  EXIT.lastIndex = 0;
+  for (let m = EXIT.exec(text); m !== null; m = EXIT.exec(text)) last = m[1];
   return last;
 }
 
@@ -70,10 +72,10 @@ export function exitStatuses(text: string): string[] {
  */
 export function filePaths(text: string, limit = Number.POSITIVE_INFINITY): string[] {
   const out = new Set<string>();
-  for (const m of text.matchAll(PATH)) {
-    if (out.size >= limit) break;
-    if (!m[1].includes("//")) out.add(m[1]);
-  }
+  // Every path has a folder: without a slash there is none (the search below scans every position).
+  if (!text.includes("/")) return [];
+  PATH.lastIndex = 0;
+  for (let m = PATH.exec(text); m !== null && out.size < limit; m = PATH.exec(text)) if (!m[1].includes("//")) out.add(m[1]);
   return [...out];
 }
 
