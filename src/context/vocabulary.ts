@@ -303,11 +303,12 @@ export function walkToolPairs(messages: readonly AgentMessage[], rules: PairingR
   let turnIds = new Map<string, number>();
   let answered = new Set<string>();
   let closedBy: AgentMessage | undefined;
+  // A map or set is started afresh only when it holds something (most messages leave them empty).
   messages.forEach((m, index) => {
     if (m.role === "assistant") {
-      if (rules.scope === "turn") open = new Map();
-      turnIds = new Map();
-      answered = new Set();
+      if (rules.scope === "turn" && open.size > 0) open = new Map();
+      if (turnIds.size > 0) turnIds = new Map();
+      if (answered.size > 0) answered = new Set();
       closedBy = undefined;
       for (const call of toolCallsOf(m)) {
         if (typeof call.id !== "string") continue;
@@ -331,7 +332,7 @@ export function walkToolPairs(messages: readonly AgentMessage[], rules: PairingR
       visit.result?.(index, m, call, why);
     } else {
       if (rules.between === "close") {
-        open = new Map();
+        if (open.size > 0) open = new Map();
         closedBy ??= m;
       }
       visit.other?.(index, m);
