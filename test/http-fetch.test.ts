@@ -2,13 +2,16 @@
  * The summarizer's shared HTTP client (src/summarize/http-fetch.ts) keeps `fetch`'s contract for
  * what the provider SDKs send: status, headers and body come back as sent; a compressed answer is
  * decoded; a streamed answer arrives chunk by chunk; an abort rejects with the signal's reason and
- * ends a body being read; an unreachable host is a TypeError; connections are reused.
+ * ends a body being read; an unreachable host is a TypeError; connections are reused. Through send
+ * slots, no more requests are on the wire than there are slots, each holding its slot until its
+ * answer has been read or dropped.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { keepAliveFetch } from "../src/summarize/http-fetch.js";
+import { keepAliveFetch, slottedFetch } from "../src/summarize/http-fetch.js";
+import { SendSlots } from "../src/summarize/slots.js";
 
 let server: Server;
 let base = "";
@@ -104,5 +107,68 @@ describe("keepAliveFetch", () => {
     sockets.clear();
     for (let i = 0; i < 5; i++) await (await fetch(`${base}/gzip`, { method: "POST", body: String(i) })).json();
     expect(sockets.size).toBe(1);
+  });
+});
+
+describe("SendSlots", () => {
+  it("hands slots out in the order they were asked for, each given back once", async () => {
+    const slots = new SendSlots(1);
+    const first = await slots.acquire();
+    const order: string[] = [];
+    const granted = (name: string) => (release: (() => void) | null) => {
+      order.push(name);
+      return release;
+    };
+    const second = slots.acquire().then(granted("second"));
+    const third = slots.acquire().then(granted("third"));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(order).toEqual([]);
+    first?.();
+    first?.(); // a second call gives nothing back
+    (await second)?.();
+    (await third)?.();
+    expect(order).toEqual(["second", "third"]);
+  });
+
+  it("answers null to a request aborted while it waits, which then takes no slot", async () => {
+    const slots = new SendSlots(1);
+    const held = await slots.acquire();
+    const controller = new AbortController();
+    const waiting = slots.acquire(controller.signal);
+    const next = slots.acquire();
+    controller.abort();
+    expect(await waiting).toBeNull();
+    held?.();
+    expect(typeof (await next)).toBe("function");
+  });
+});
+
+describe("slottedFetch", () => {
+  it("sends no more requests than it has slots; a slot frees when its answer is dropped", async () => {
+    const fetch = slottedFetch(keepAliveFetch(), new SendSlots(1));
+    const stalled = await fetch(`${base}/stall`);
+    const next = fetch(`${base}/gzip`, { method: "POST", body: "waited" });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received.some((r) => r.body === "waited")).toBe(false);
+    await (stalled.body as ReadableStream<Uint8Array>).cancel();
+    expect(await (await next).json()).toEqual({ ok: true, echo: "waited" });
+    // read to its end, an answer frees its slot too
+    expect(await (await fetch(`${base}/gzip`, { method: "POST", body: "after" })).json()).toEqual({ ok: true, echo: "after" });
+  });
+
+  it("rejects a request aborted while it waits for its slot with the signal's reason, and says when one is sent", async () => {
+    const slots = new SendSlots(1);
+    const sent: number[] = [];
+    const fetch = slottedFetch(keepAliveFetch(), slots, () => sent.push(sent.length));
+    const held = await slots.acquire();
+    const controller = new AbortController();
+    const waiting = fetch(`${base}/gzip`, { method: "POST", body: "never", signal: controller.signal });
+    controller.abort(new Error("user pressed Ctrl-C"));
+    await expect(waiting).rejects.toThrow("user pressed Ctrl-C");
+    expect(sent).toEqual([]);
+    held?.();
+    expect(await (await fetch(`${base}/gzip`, { method: "POST", body: "sent" })).json()).toEqual({ ok: true, echo: "sent" });
+    expect(sent).toEqual([0]);
+    expect(received.some((r) => r.body === "never")).toBe(false);
   });
 });

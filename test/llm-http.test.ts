@@ -13,6 +13,7 @@ import { planRun } from "../src/pipeline/plan.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { createSummarizer } from "../src/summarize/select.js";
+import { SendSlots } from "../src/summarize/slots.js";
 import type { SummaryBatch } from "../src/summarize/types.js";
 import { defaultAnswer, startFakeLlmServer } from "./fake-llm-server.mjs";
 import { loose } from "./helpers.js";
@@ -129,6 +130,19 @@ describe.each(APIS)("$name streaming API", ({ model, api, auth, expectedAuth }) 
     const result = await (await summarizer(model, config({ summarizerMaxTimeoutMs: 200, summarizerIdleTimeoutMs: 5000 }))).summarizeBatch(BATCH);
     expect(result.ok).toBe(true); // the retry is answered at once
     expect(server.requests).toHaveLength(2);
+  });
+
+  it("times a request that waits for its send slot from when it is sent", async () => {
+    const slots = new SendSlots(1);
+    const held = await slots.acquire();
+    const s = await summarizer(model, config({ summarizerIdleTimeoutMs: 150, summarizerMaxTimeoutMs: 200 }));
+    const answer = s.summarizeBatch(BATCH, undefined, slots);
+    // longer than every attempt would last if the timeouts ran while it waits
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(server.requests).toHaveLength(0);
+    held?.();
+    expect(await answer).toMatchObject({ ok: true, text: defaultAnswer(server.requests[0].user) });
+    expect(server.requests).toHaveLength(1);
   });
 
   it("reports an auth failure without retrying", async () => {

@@ -18,6 +18,7 @@ import { CondenseError } from "../util/errors.js";
 import { dedupAliasEntry, indexEntry, spillIndexEntries, summaryEntry } from "../entries/build.js";
 import type { NewEntry } from "../session/types.js";
 import { composeSummary } from "../summarize/refs.js";
+import { SendSlots } from "../summarize/slots.js";
 import type { ReuseCounts, Summarizer, SummarizerResult, SummarizerUsage } from "../summarize/types.js";
 import { addUsage, zeroUsage } from "../summarize/usage.js";
 import type { Batch, CapturedCall } from "./capture.js";
@@ -201,16 +202,21 @@ function aliasData(call: CapturedCall, originalKey: string, indexer: ToolCallInd
 }
 
 /**
- * The summarizer calls of one flush: at most one per distinct batch input, bounded by `p-limit`,
- * each started on first request and shared by later requests for the same input.
+ * The summarizer calls of one flush: at most one per distinct batch input, each started on first
+ * request and shared by later requests for the same input. At most `concurrency` requests are on
+ * the wire (send slots); a model-backed summarizer gets twice as many calls started (`p-limit`),
+ * so the next requests are built while earlier ones are answered and go out as slots free.
  */
 class SummaryCalls {
   private readonly limit;
+  private readonly slots: SendSlots;
   private readonly answers = new Map<string, Promise<SummarizerResult>>();
   private readonly progress: FlushProgress = { done: 0, total: 0, failed: 0, usage: zeroUsage() };
 
   constructor(private readonly options: FlushOptions) {
-    this.limit = pLimit(Math.max(1, options.concurrency));
+    const concurrency = Math.max(1, options.concurrency);
+    this.slots = new SendSlots(concurrency);
+    this.limit = pLimit(options.summarizer.local ? concurrency : 2 * concurrency);
   }
 
   /** The answer for a plan's remaining calls, started now unless an earlier request started it. */
@@ -231,7 +237,7 @@ class SummaryCalls {
     const { signal, summarizer } = this.options;
     if (signal?.aborted) return Promise.resolve({ ok: false, kind: "aborted", reason: "aborted" });
     const calls = plan.remaining.map((c) => ({ toolName: c.toolName, args: c.args, resultText: c.resultText, isError: c.isError }));
-    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls, keys: plan.remaining.map((c) => c.key) }, signal);
+    return summarizer.summarizeBatch({ assistantText: plan.batch.assistantText, calls, keys: plan.remaining.map((c) => c.key) }, signal, this.slots);
   }
 
   private settled(result: SummarizerResult): SummarizerResult {

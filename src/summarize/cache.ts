@@ -11,6 +11,7 @@
 import { createHash } from "node:crypto";
 import type { SummaryStore } from "./cache-store.js";
 import { batchRequest, fusionRequest, type SummaryRequest } from "./prompt.js";
+import type { SendSlots } from "./slots.js";
 import type { Summarizer, SummarizerResult, SummaryBatch } from "./types.js";
 
 /** What besides the request decides an answer. */
@@ -62,7 +63,8 @@ export function cachingSummarizer(inner: Summarizer, store: SummaryStore, onProb
     name: inner.name,
     local: inner.local,
     thinking: inner.thinking,
-    summarizeBatch: (batch: SummaryBatch, signal?: AbortSignal) => through("batch", batchRequest(batch), () => inner.summarizeBatch(batch, signal)),
+    summarizeBatch: (batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots) =>
+      through("batch", batchRequest(batch), () => inner.summarizeBatch(batch, signal, slots)),
     fuseRange: (bodies: string[], signal?: AbortSignal) => through("fusion", fusionRequest(bodies), () => inner.fuseRange(bodies, signal)),
   };
 }

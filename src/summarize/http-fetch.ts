@@ -13,6 +13,7 @@ import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Readable, Transform } from "node:stream";
 import { createBrotliDecompress, createGunzip, createInflate } from "node:zlib";
+import type { SendSlots } from "./slots.js";
 
 type Fetch = typeof globalThis.fetch;
 
@@ -86,38 +87,89 @@ function webBody(source: Readable): ReadableStream<Uint8Array> {
 }
 
 /**
+ * A `fetch` that also says when an exchange is over: `settled` (optional third argument) is called
+ * once, when the answer has been read to its end, the exchange failed or was aborted, or the body
+ * was dropped (its connection destroyed).
+ */
+export type ExchangeFetch = (input: Parameters<Fetch>[0], init?: Parameters<Fetch>[1], settled?: () => void) => Promise<Response>;
+
+/** `settled` wrapped to run once. */
+function once(settled: (() => void) | undefined): () => void {
+  let done = settled === undefined;
+  return () => {
+    if (done) return;
+    done = true;
+    settled?.();
+  };
+}
+
+/**
  * A `fetch` for the provider clients: keep-alive connections, one write per request.
  * @returns a function with `fetch`'s contract (rejects with the signal's reason on abort, with a
- *   TypeError on a network error, as fetch does)
+ *   TypeError on a network error, as fetch does), and the `settled` callback of {@link ExchangeFetch}
  */
-export function keepAliveFetch(): Fetch {
+export function keepAliveFetch(): ExchangeFetch {
   const agents: Record<string, HttpAgent> = { "http:": new HttpAgent({ keepAlive: true }), "https:": new HttpsAgent({ keepAlive: true }) };
-  const fallback: Fetch = (input, init) => globalThis.fetch(input, init);
-  return (input, init) => {
+  // What the built-in fetch answers counts as settled once its headers are in (the provider SDKs
+  // never take this path: they send string bodies to http(s) URLs that do not redirect).
+  const fallback = (input: Parameters<Fetch>[0], init: Parameters<Fetch>[1], settled: () => void): Promise<Response> =>
+    globalThis.fetch(input, init).finally(settled);
+  return (input, init, onSettled) => {
+    const settled = once(onSettled);
     const href = typeof input === "string" ? input : input instanceof URL ? input.href : undefined;
     const body = init?.body;
     const url = href === undefined ? undefined : new URL(href);
     const simpleBody = body === undefined || body === null || typeof body === "string" || body instanceof Uint8Array;
     if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || !simpleBody || (init?.redirect && init.redirect !== "follow")) {
-      return fallback(input, init);
+      return fallback(input, init, settled);
     }
     const signal = init?.signal ?? undefined;
     return new Promise<Response>((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError(signal));
+      if (signal?.aborted) {
+        settled();
+        return reject(abortError(signal));
+      }
+      let redirected = false;
       const send = url.protocol === "https:" ? httpsRequest : httpRequest;
       const req = send(url, { method: init?.method ?? "GET", headers: headerRecord(init?.headers), agent: agents[url.protocol] }, (res) => {
         // A redirect is followed by the built-in fetch (providers do not redirect API calls).
         if ((res.statusCode ?? 0) >= 300 && (res.statusCode ?? 0) < 400 && res.headers.location) {
+          redirected = true;
           res.resume();
-          resolve(fallback(new URL(res.headers.location, url).href, init));
+          resolve(fallback(new URL(res.headers.location, url).href, init, settled));
           return;
         }
         signal?.addEventListener("abort", () => res.destroy(abortError(signal) as Error), { once: true });
         resolve(responseOf(res));
       });
+      // The request closes when its answer has been read to the end, or when it fails or is destroyed.
+      req.once("close", () => {
+        if (!redirected) settled();
+      });
       req.on("error", (error) => reject(signal?.aborted ? abortError(signal) : Object.assign(new TypeError("fetch failed"), { cause: error })));
       signal?.addEventListener("abort", () => req.destroy(abortError(signal) as Error), { once: true });
       req.end(body ?? undefined);
     });
+  };
+}
+
+/**
+ * A `fetch` whose requests each wait for one of `slots` before they are sent and hold it until
+ * their exchange is over: whoever calls it can build requests ahead of time, and no more than the
+ * slots are ever on the wire. `onSend` is called when a request has its slot, just before it is sent.
+ * @returns rejects with the signal's reason when the request is aborted while it waits
+ */
+export function slottedFetch(fetch: ExchangeFetch, slots: SendSlots, onSend?: () => void): Fetch {
+  return async (input, init) => {
+    const signal = init?.signal ?? undefined;
+    const release = await slots.acquire(signal);
+    if (!release) throw signal ? abortError(signal) : new DOMException("This operation was aborted", "AbortError");
+    onSend?.();
+    try {
+      return await fetch(input, init, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
   };
 }

@@ -24,12 +24,13 @@ import {
   type Context,
   type Model,
   type Models,
-  type SimpleStreamOptions,
   type ThinkingLevel,
 } from "@earendil-works/pi-ai";
 import { performance } from "node:perf_hooks";
 import type { ThinkingSetting } from "../config/config.js";
 import { batchRequest, fusionRequest, type SummaryRequest } from "./prompt.js";
+import type { ModelClient, ModelStreamOptions } from "./runtime.js";
+import type { SendSlots } from "./slots.js";
 import type { RetryPolicy, Summarizer, SummarizerResult, SummarizerUsage, SummaryBatch } from "./types.js";
 import { addUsage, hasUsage, sumUsage, zeroUsage } from "./usage.js";
 
@@ -39,7 +40,7 @@ export const FALLBACK_COOLDOWN_MS = 10 * 60 * 1000;
 
 export interface LlmSummarizerOptions {
   /** pi-ai's `streamSimple` contract: a `Models` collection (tests use the faux provider) or runtime.ts `buildModels`. */
-  models: Pick<Models, "streamSimple">;
+  models: Pick<Models, "streamSimple"> | ModelClient;
   model: Model<Api>;
   /** Where transient failures of `model` go; omitted or equal to `model` = no fallback. */
   fallback?: Model<Api> | null;
@@ -104,6 +105,16 @@ function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
   });
 }
 
+/**
+ * Resolves in a later turn of the event loop. Calls started together (a flush starts many at once)
+ * are each prepared in a turn of their own: a request is written to its connection before the next
+ * one is prepared, so the server starts on the first while the client builds the rest, instead of
+ * receiving all of them after the last is built.
+ */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 interface Outcome {
   result: SummarizerResult;
   /** True when the failure may be helped by another model. */
@@ -147,20 +158,39 @@ class LlmSummarizer implements Summarizer {
     return this.reasoning ?? "off";
   }
 
-  summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult> {
-    return this.call(batchRequest(batch), signal);
+  summarizeBatch(batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots): Promise<SummarizerResult> {
+    return this.call(batchRequest(batch), signal, slots);
   }
 
   fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult> {
     return this.call(fusionRequest(bodies), signal);
   }
 
+  /**
+   * One call under `slots`: when its requests can wait for their slot inside the client (no
+   * fallback to route to, a model whose requests go through condense's HTTP client), each request
+   * is built at once and takes a slot only to be sent; otherwise the call takes one slot for all
+   * its requests — its route (configured model, fallback, probe) is decided once it has it, as
+   * without slots.
+   */
+  private async call(request: SummaryRequest, signal?: AbortSignal, slots?: SendSlots): Promise<SummarizerResult> {
+    const models = this.options.models;
+    if (!slots || (!this.fallback && "queuesAtSend" in models && models.queuesAtSend?.(this.options.model))) return this.route(request, signal, slots);
+    const release = await slots.acquire(signal);
+    if (!release) return { ok: false, kind: "aborted", reason: "aborted" };
+    try {
+      return await this.route(request, signal);
+    } finally {
+      release();
+    }
+  }
+
   /** Route one call through the configured model and, on a transient failure, the fallback. */
-  private async call(request: SummaryRequest, signal?: AbortSignal): Promise<SummarizerResult> {
+  private async route(request: SummaryRequest, signal?: AbortSignal, slots?: SendSlots): Promise<SummarizerResult> {
     const context: Context = { systemPrompt: request.system, messages: [{ role: "user", content: request.user, timestamp: 0 }] };
     const primary = this.options.model;
     const fallback = this.fallback;
-    if (!fallback) return (await this.attempt(primary, context, signal)).result;
+    if (!fallback) return (await this.attempt(primary, context, signal, slots)).result;
 
     if (this.fallbackSince !== null) {
       const probeDue = !this.probing && this.now() - this.fallbackSince >= this.cooldownMs;
@@ -190,12 +220,12 @@ class LlmSummarizer implements Summarizer {
     return combine(first.result, second.result);
   }
 
-  /** One model, with retries on transient errors. */
-  private async attempt(model: Model<Api>, context: Context, signal?: AbortSignal): Promise<Outcome> {
+  /** One model, with retries on transient errors (each request waiting for one of `slots` to be sent, when given). */
+  private async attempt(model: Model<Api>, context: Context, signal?: AbortSignal, slots?: SendSlots): Promise<Outcome> {
     const usage = zeroUsage();
     const withUsage = (r: SummarizerResult): SummarizerResult => (hasUsage(usage) ? { ...r, usage } : r);
     for (let attempt = 0; ; attempt++) {
-      const message = await this.request(model, context, signal);
+      const message = await this.request(model, context, signal, slots);
       addUsage(usage, usageOf(message));
       if (signal?.aborted || message.stopReason === "aborted") {
         return { result: { ok: false, kind: "aborted", reason: "aborted", ...(hasUsage(usage) ? { usage } : {}) }, transient: false };
@@ -228,47 +258,79 @@ class LlmSummarizer implements Summarizer {
     }
   }
 
-  /** One streamed request under the idle and total timeouts; never throws. */
-  private async request(model: Model<Api>, context: Context, outer?: AbortSignal): Promise<AssistantMessage> {
+  /**
+   * One streamed request under the idle and total timeouts; never throws. With `slots`, the request
+   * is built at once and waits for its slot inside the client; the timeouts run from when it is sent.
+   */
+  private async request(model: Model<Api>, context: Context, outer?: AbortSignal, slots?: SendSlots): Promise<AssistantMessage> {
+    await nextTurn();
     if (outer?.aborted) return { ...errorMessage(model, "aborted"), stopReason: "aborted" };
     const controller = new AbortController();
     const onOuterAbort = () => controller.abort(outer?.reason);
     outer?.addEventListener("abort", onOuterAbort, { once: true });
-    let timedOut: string | null = null;
-    const { idleTimeoutMs, maxTimeoutMs } = this.options;
-    const fire = (why: string) => {
-      if (timedOut === null && !controller.signal.aborted) {
-        timedOut = why;
-        controller.abort(new Error(why));
-      }
-    };
-    const total = setTimeout(() => fire(`timed out: no complete answer within ${maxTimeoutMs} ms (summarizerMaxTimeoutMs)`), maxTimeoutMs);
-    // One idle timer, re-armed lazily: an event only records its time.
-    let lastEvent = performance.now();
-    const checkIdle = () => {
-      const quiet = performance.now() - lastEvent;
-      if (quiet >= idleTimeoutMs) fire(`timed out: no data for ${idleTimeoutMs} ms (summarizerIdleTimeoutMs)`);
-      else idle = setTimeout(checkIdle, idleTimeoutMs - quiet);
-    };
-    let idle = setTimeout(checkIdle, idleTimeoutMs);
-    const touch = () => {
-      lastEvent = performance.now();
-    };
+    const timers = new RequestTimers(controller, this.options);
     try {
-      const streamOptions: SimpleStreamOptions = { signal: controller.signal, maxRetries: 0 };
+      const streamOptions: ModelStreamOptions = { signal: controller.signal, maxRetries: 0 };
       if (this.reasoning) streamOptions.reasoning = this.reasoning;
+      if (slots) streamOptions.send = { slots, onSend: () => timers.start() };
+      else timers.start();
       const stream = this.options.models.streamSimple(model, context, streamOptions);
-      for await (const _event of stream) touch();
+      for await (const _event of stream) timers.touch();
       const message = await stream.result();
-      if (timedOut !== null && !outer?.aborted) return { ...message, stopReason: "error", errorMessage: timedOut };
+      if (timers.timedOut !== null && !outer?.aborted) return { ...message, stopReason: "error", errorMessage: timers.timedOut };
       return message;
     } catch (error) {
       if (outer?.aborted) return { ...errorMessage(model, "aborted"), stopReason: "aborted" };
-      return errorMessage(model, timedOut ?? error);
+      return errorMessage(model, timers.timedOut ?? error);
     } finally {
-      clearTimeout(total);
-      clearTimeout(idle);
+      timers.stop();
       outer?.removeEventListener("abort", onOuterAbort);
+    }
+  }
+}
+
+/**
+ * The idle timeout (no stream event for `idleTimeoutMs`) and the total timeout of one request,
+ * from `start()`: either aborts `controller` with its reason, kept in `timedOut`.
+ */
+class RequestTimers {
+  timedOut: string | null = null;
+  private total: NodeJS.Timeout | undefined;
+  private idle: NodeJS.Timeout | undefined;
+  private lastEvent = 0;
+
+  constructor(
+    private readonly controller: AbortController,
+    private readonly limits: { idleTimeoutMs: number; maxTimeoutMs: number },
+  ) {}
+
+  start(): void {
+    if (this.total !== undefined || this.controller.signal.aborted) return;
+    const { idleTimeoutMs, maxTimeoutMs } = this.limits;
+    this.total = setTimeout(() => this.fire(`timed out: no complete answer within ${maxTimeoutMs} ms (summarizerMaxTimeoutMs)`), maxTimeoutMs);
+    // One idle timer, re-armed lazily: an event only records its time.
+    this.lastEvent = performance.now();
+    const checkIdle = () => {
+      const quiet = performance.now() - this.lastEvent;
+      if (quiet >= idleTimeoutMs) this.fire(`timed out: no data for ${idleTimeoutMs} ms (summarizerIdleTimeoutMs)`);
+      else this.idle = setTimeout(checkIdle, idleTimeoutMs - quiet);
+    };
+    this.idle = setTimeout(checkIdle, idleTimeoutMs);
+  }
+
+  touch(): void {
+    this.lastEvent = performance.now();
+  }
+
+  stop(): void {
+    clearTimeout(this.total);
+    clearTimeout(this.idle);
+  }
+
+  private fire(why: string): void {
+    if (this.timedOut === null && !this.controller.signal.aborted) {
+      this.timedOut = why;
+      this.controller.abort(new Error(why));
     }
   }
 }

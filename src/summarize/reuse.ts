@@ -7,6 +7,7 @@
  * Answers come back with `reused: "session"` and no usage.
  */
 import { fusionRequest } from "./prompt.js";
+import type { SendSlots } from "./slots.js";
 import type { Summarizer, SummaryBatch } from "./types.js";
 
 /** Answers already in a session, as the summarizer gave them (labels, not refs). */
@@ -29,9 +30,9 @@ export function reusingSummarizer(inner: Summarizer, stored: StoredAnswers): Sum
     name: inner.name,
     local: inner.local,
     thinking: inner.thinking,
-    summarizeBatch: async (batch: SummaryBatch, signal?: AbortSignal) => {
+    summarizeBatch: async (batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots) => {
       const text = batch.keys ? stored.batches.get(batchKeyOf(batch.keys)) : undefined;
-      return text !== undefined ? { ok: true, text, reused: "session" } : inner.summarizeBatch(batch, signal);
+      return text !== undefined ? { ok: true, text, reused: "session" } : inner.summarizeBatch(batch, signal, slots);
     },
     fuseRange: async (bodies: string[], signal?: AbortSignal) => {
       const text = stored.fusions.get(fusionKeyOf(bodies));

@@ -4,11 +4,22 @@
  * by that provider (so provider-specific behaviour is kept); a custom model is streamed by pi-ai's
  * implementation of its `api`, imported once.
  */
-import { lazyStream, normalizeContext, type Api, type Model, type Models, type Provider, type ProviderStreams } from "@earendil-works/pi-ai";
+import {
+  lazyStream,
+  normalizeContext,
+  type Api,
+  type AssistantMessageEventStream,
+  type Context,
+  type Model,
+  type Provider,
+  type ProviderStreams,
+  type SimpleStreamOptions,
+} from "@earendil-works/pi-ai";
 import { bedrockConverseStreamApi } from "@earendil-works/pi-ai/api/bedrock-converse-stream.lazy";
 import { UsageError } from "../util/errors.js";
 import type { ResolvedAuth } from "./credentials.js";
-import { keepAliveFetch } from "./http-fetch.js";
+import { type ExchangeFetch, keepAliveFetch, slottedFetch } from "./http-fetch.js";
+import type { SendSlots } from "./slots.js";
 
 type ApiModule = Pick<ProviderStreams, "stream" | "streamSimple">;
 
@@ -79,10 +90,10 @@ export const KNOWN_APIS = Object.keys(API_IMPLEMENTATIONS);
  * process (http-fetch.ts). Other APIs keep pi-ai's default.
  */
 const SHARED_FETCH_APIS = new Set(["openai-completions", "openai-responses", "azure-openai-responses", "anthropic-messages"]);
-let sharedFetch: typeof globalThis.fetch | undefined;
+let sharedFetch: ExchangeFetch | undefined;
 
 /** The process's shared keep-alive client, made on first use. */
-function shared(): typeof globalThis.fetch {
+function shared(): ExchangeFetch {
   sharedFetch ??= keepAliveFetch();
   return sharedFetch;
 }
@@ -121,6 +132,26 @@ function mergeHeaders(...sets: (Record<string, string | null> | undefined)[]): R
   return out;
 }
 
+/** Where a request waits for its send slot (slots.ts), and what runs once it has one. */
+export interface SendGate {
+  slots: SendSlots;
+  onSend?: () => void;
+}
+
+/** pi-ai's stream options, and the send gate a request may wait at inside the client. */
+export type ModelStreamOptions = SimpleStreamOptions & { send?: SendGate };
+
+/**
+ * What the summarizer streams through: pi-ai's `streamSimple` contract, and for the models whose
+ * requests go through condense's own HTTP client, a request that waits for its send slot there
+ * (`options.send`): the SDK builds it while earlier requests are in flight.
+ */
+export interface ModelClient {
+  streamSimple(model: Model<Api>, context: Context, options?: ModelStreamOptions): AssistantMessageEventStream;
+  /** True when `options.send` is honoured for `model`: its requests wait for their slot inside the client. */
+  queuesAtSend?(model: Model<Api>): boolean;
+}
+
 /**
  * What the summarizer streams through: pi-ai's `streamSimple` contract for the prepared models,
  * with their credentials applied the way pi-ai's `Models` applies resolved auth (API key, auth
@@ -130,23 +161,26 @@ function mergeHeaders(...sets: (Record<string, string | null> | undefined)[]): R
  * call (bench/llm.js) — and offline runs make many calls at once.
  * @throws UsageError when a model's API has no implementation
  */
-export function buildModels(entries: RuntimeModel[]): Pick<Models, "streamSimple"> {
+export function buildModels(entries: RuntimeModel[]): ModelClient {
   const prepared = new Map(entries.map((e) => [`${e.model.provider}/${e.model.id}`, { entry: e, streams: streamsFor(e) }] as const));
   return {
     streamSimple(model, context, options) {
       const found = prepared.get(`${model.provider}/${model.id}`);
       if (!found) throw new Error(`model ${model.provider}/${model.id} was not prepared`);
       const { auth } = found.entry;
+      const { send, ...rest } = options ?? {};
       const requestModel = auth.baseUrl ? { ...model, baseUrl: auth.baseUrl } : model;
-      const env = auth.env || options?.env ? { ...auth.env, ...options?.env } : undefined;
-      const fetch = options?.fetch ?? (SHARED_FETCH_APIS.has(model.api) ? shared() : undefined);
+      const env = auth.env || rest.env ? { ...auth.env, ...rest.env } : undefined;
+      const viaShared = SHARED_FETCH_APIS.has(model.api);
+      const fetch = rest.fetch ?? (viaShared ? (send ? slottedFetch(shared(), send.slots, send.onSend) : shared()) : undefined);
       return found.streams.streamSimple(requestModel, normalizeContext(context), {
-        ...options,
+        ...rest,
         ...(fetch ? { fetch } : {}),
-        apiKey: options?.apiKey ?? auth.apiKey,
-        headers: mergeHeaders(auth.headers, model.headers, options?.headers),
+        apiKey: rest.apiKey ?? auth.apiKey,
+        headers: mergeHeaders(auth.headers, model.headers, rest.headers),
         ...(env ? { env } : {}),
       });
     },
+    queuesAtSend: (model) => SHARED_FETCH_APIS.has(model.api),
   };
 }

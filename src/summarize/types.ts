@@ -2,6 +2,7 @@
  * The summarizer contract shared by the deterministic summarizer and model-backed ones.
  */
 import type { SummaryStore } from "./cache-store.js";
+import type { SendSlots } from "./slots.js";
 
 /** One tool call as the summarizer sees it. */
 export interface SummaryCall {
@@ -59,8 +60,13 @@ export interface Summarizer {
   readonly local: boolean;
   /** Model-backed: the thinking level sent with each request (`off` when none is); part of the cache key. */
   readonly thinking?: string;
-  /** Summarize one batch; the answer uses `[[N:toolname]]` labels at the start of each call's first bullet. */
-  summarizeBatch(batch: SummaryBatch, signal?: AbortSignal): Promise<SummarizerResult>;
+  /**
+   * Summarize one batch; the answer uses `[[N:toolname]]` labels at the start of each call's first
+   * bullet. With `slots`, a summarizer that is not local holds one of them for each request it has
+   * on the wire (the caller may then start more calls than it has slots, so their requests are
+   * ready when a slot frees).
+   */
+  summarizeBatch(batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots): Promise<SummarizerResult>;
   /** Fuse several per-batch summaries of one closed chain into one (docs/design.md §6 step 8). */
   fuseRange(bodies: string[], signal?: AbortSignal): Promise<SummarizerResult>;
 }
