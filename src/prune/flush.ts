@@ -204,8 +204,9 @@ function aliasData(call: CapturedCall, originalKey: string, indexer: ToolCallInd
 /**
  * The summarizer calls of one flush: at most one per distinct batch input, each started on first
  * request and shared by later requests for the same input. At most `concurrency` requests are on
- * the wire (send slots); a model-backed summarizer gets twice as many calls started (`p-limit`),
- * so the next requests are built while earlier ones are answered and go out as slots free.
+ * the wire (send slots); a summarizer that honours them (`slotted`) gets twice as many calls
+ * started (`p-limit`), so the next requests are built while earlier ones are answered and go out
+ * as slots free.
  */
 class SummaryCalls {
   private readonly limit;
@@ -216,7 +217,7 @@ class SummaryCalls {
   constructor(private readonly options: FlushOptions) {
     const concurrency = Math.max(1, options.concurrency);
     this.slots = new SendSlots(concurrency);
-    this.limit = pLimit(options.summarizer.local ? concurrency : 2 * concurrency);
+    this.limit = pLimit(options.summarizer.slotted ? 3 * concurrency : concurrency);
   }
 
   /** The answer for a plan's remaining calls, started now unless an earlier request started it. */

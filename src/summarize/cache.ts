@@ -62,6 +62,7 @@ export function cachingSummarizer(inner: Summarizer, store: SummaryStore, onProb
   return {
     name: inner.name,
     local: inner.local,
+    slotted: inner.slotted,
     thinking: inner.thinking,
     summarizeBatch: (batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots) =>
       through("batch", batchRequest(batch), () => inner.summarizeBatch(batch, signal, slots)),

@@ -134,6 +134,7 @@ export function createLlmSummarizer(options: LlmSummarizerOptions): Summarizer {
 class LlmSummarizer implements Summarizer {
   readonly name: string;
   readonly local = false;
+  readonly slotted = true;
   private readonly retry: RetryPolicy;
   private readonly fallback: Model<Api> | null;
   private readonly reasoning: ThinkingLevel | undefined;

@@ -29,6 +29,7 @@ export function reusingSummarizer(inner: Summarizer, stored: StoredAnswers): Sum
   return {
     name: inner.name,
     local: inner.local,
+    slotted: inner.slotted,
     thinking: inner.thinking,
     summarizeBatch: async (batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots) => {
       const text = batch.keys ? stored.batches.get(batchKeyOf(batch.keys)) : undefined;

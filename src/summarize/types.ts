@@ -58,13 +58,17 @@ export interface Summarizer {
   readonly name: string;
   /** True when calls cost nothing and need no network (the deterministic summarizer). */
   readonly local: boolean;
+  /**
+   * True when `summarizeBatch` honours its `slots` (each request it sends holds one while it is on
+   * the wire): the caller may then start more calls than it has slots.
+   */
+  readonly slotted?: boolean;
   /** Model-backed: the thinking level sent with each request (`off` when none is); part of the cache key. */
   readonly thinking?: string;
   /**
    * Summarize one batch; the answer uses `[[N:toolname]]` labels at the start of each call's first
-   * bullet. With `slots`, a summarizer that is not local holds one of them for each request it has
-   * on the wire (the caller may then start more calls than it has slots, so their requests are
-   * ready when a slot frees).
+   * bullet. With `slots`, a {@link slotted} summarizer holds one of them for each request it has on
+   * the wire.
    */
   summarizeBatch(batch: SummaryBatch, signal?: AbortSignal, slots?: SendSlots): Promise<SummarizerResult>;
   /** Fuse several per-batch summaries of one closed chain into one (docs/design.md §6 step 8). */
