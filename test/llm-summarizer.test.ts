@@ -22,6 +22,7 @@ import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { createLlmSummarizer, type LlmSummarizerOptions } from "../src/summarize/llm.js";
 import { batchMessage, BATCH_INSTRUCTIONS, cropMiddle, elisionMarker } from "../src/summarize/prompt.js";
+import { SendSlots } from "../src/summarize/slots.js";
 import type { Summarizer } from "../src/summarize/types.js";
 import { CondenseError } from "../src/util/errors.js";
 import { loose } from "./helpers.js";
@@ -285,6 +286,26 @@ describe("retries and the outage fallback", () => {
 });
 
 describe("options and cancellation", () => {
+  it("a request that waits for its send slot inside the client gets an SDK timeout that covers the wait", async () => {
+    const seen: (number | undefined)[] = [];
+    const faux = scripted("p", (b, _c, options) => {
+      seen.push(options?.timeoutMs);
+      return fauxAssistantMessage(GOOD[b]);
+    });
+    const models = createModels();
+    models.setProvider(faux.provider);
+    // A client whose requests wait for their slot at send (as condense's HTTP client does).
+    const queuing = { streamSimple: models.streamSimple.bind(models), queuesAtSend: () => true };
+    const batch = { assistantText: "", calls: [{ toolName: "bash", args: {}, resultText: "x", isError: false }] };
+    const at = (maxTimeoutMs: number) =>
+      createLlmSummarizer({ models: queuing, model: faux.getModel(), idleTimeoutMs: 5000, maxTimeoutMs, retry: { maxRetries: 0 } });
+    await at(10_000).summarizeBatch(batch, undefined, new SendSlots(2));
+    await at(300_000).summarizeBatch(batch, undefined, new SendSlots(2));
+    // Without slots the SDK keeps its own default (nothing passed).
+    await at(300_000).summarizeBatch(batch);
+    expect(seen).toEqual([600_000, 1_200_000, undefined]);
+  });
+
   it.each([
     ["default", undefined],
     ["off", undefined],

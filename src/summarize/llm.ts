@@ -273,8 +273,10 @@ class LlmSummarizer implements Summarizer {
     try {
       const streamOptions: ModelStreamOptions = { signal: controller.signal, maxRetries: 0 };
       if (this.reasoning) streamOptions.reasoning = this.reasoning;
-      if (slots) streamOptions.send = { slots, onSend: () => timers.start() };
-      else timers.start();
+      if (slots) {
+        streamOptions.send = { slots, onSend: () => timers.start() };
+        streamOptions.timeoutMs = queuedSdkTimeoutMs(this.options.maxTimeoutMs);
+      } else timers.start();
       const stream = this.options.models.streamSimple(model, context, streamOptions);
       for await (const _event of stream) timers.touch();
       const message = await stream.result();
@@ -288,6 +290,18 @@ class LlmSummarizer implements Summarizer {
       outer?.removeEventListener("abort", onOuterAbort);
     }
   }
+}
+
+/**
+ * The provider SDK's own request timeout for a request that waits for its send slot inside the
+ * client: the SDK's clock starts when it builds the request, before the wait. A flush starts at
+ * most three times `--concurrency` calls (flush.ts), so a request waits for at most two exchanges
+ * ahead of it, each ended by condense's own total timeout (`maxTimeoutMs`), and then takes at most
+ * that itself: four times `maxTimeoutMs` covers it, and never less than the SDKs' default of 10
+ * minutes. Once sent, condense's idle and total timeouts are the ones that end it.
+ */
+export function queuedSdkTimeoutMs(maxTimeoutMs: number): number {
+  return Math.max(600_000, 4 * maxTimeoutMs);
 }
 
 /**
