@@ -56,13 +56,12 @@ export async function importPiCompactionUtils(): Promise<any> {
  * adds grow with it. Call the returned function to remove it.
  */
 export function fixedLengthTempDir(prefix: string): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(`/tmp/condense-${prefix}-`);
-  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+  return makeTempDir(prefix, "/tmp");
 }
 
-/** A fresh temp folder; call the returned function to remove it. */
-export function makeTempDir(prefix: string): { dir: string; cleanup: () => void } {
-  const dir = mkdtempSync(path.join(tmpdir(), `condense-${prefix}-`));
+/** A fresh temp folder `<root>/condense-<prefix>-XXXXXX` (root: `$TMPDIR`); call the returned function to remove it. */
+export function makeTempDir(prefix: string, root = tmpdir()): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(path.join(root, `condense-${prefix}-`));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 

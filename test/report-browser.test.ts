@@ -46,8 +46,9 @@ if (skipReason) console.warn(`report browser test skipped: ${skipReason}`);
 
 // The shared sessions are read from a copy at a path of one length on every machine: stock Pi's
 // stubs name the session's path, so the figures after `run` depend on it.
-const copies = fixedLengthTempDir("browser");
-const SESSIONS = path.join(copies.dir, "sessions");
+// Made when the suite runs (a skipped suite leaves no folder behind).
+let copies: { dir: string; cleanup: () => void } | undefined;
+let SESSIONS = "";
 const shared = (name: string) => path.join(SESSIONS, name);
 const LARGEST = sharedSessionFiles().sort((a, b) => statSync(path.join(SHARED_SESSIONS, b)).size - statSync(path.join(SHARED_SESSIONS, a)).size)[0];
 const THREE = [LARGEST, "kimchi-session.v3.jsonl", "specstory-real-world-trimmed.v3.jsonl"];
@@ -89,6 +90,8 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
   beforeAll(async () => {
     if (!hasChromium) throw new Error(`${CHROMIUM} is missing: install it with apt-get install -y chromium (.ci/run does)`);
     mkdirSync(ARTIFACTS, { recursive: true });
+    copies = fixedLengthTempDir("browser");
+    SESSIONS = path.join(copies.dir, "sessions");
     cpSync(SHARED_SESSIONS, SESSIONS, { recursive: true });
     const env = { NO_COLOR: "1", PI_CODING_AGENT_DIR: path.join(ARTIFACTS, "no-pi-settings") };
     const make = async (name: string, args: string[]) => {
@@ -127,7 +130,7 @@ describe.skipIf(skipReason !== null)("report in a headless Chromium", () => {
     await context?.close();
     if (profile) rmSync(profile, { recursive: true, force: true });
     cli?.cleanup();
-    copies.cleanup();
+    copies?.cleanup();
   });
 
   async function open(name: string): Promise<Loaded> {

@@ -36,10 +36,11 @@ function skippedCell(r: Counts): string {
 /** The sums over several sessions, shaped like one session's counts. */
 function totals(results: RunFileResult[]): Counts {
   const sum = (f: (r: RunFileResult) => number) => results.reduce((t, r) => t + f(r), 0);
-  const size = (f: (r: RunFileResult) => { messages: number; chars: number; tokens: number }) => ({
-    messages: sum((r) => f(r).messages),
-    chars: sum((r) => f(r).chars),
-    tokens: sum((r) => f(r).tokens),
+  const sent = results.map((r) => sentContext(r.context, r.target));
+  const size = (f: (s: Counts["shown"]) => ContextSize) => ({
+    messages: sent.reduce((t, s) => t + f(s).messages, 0),
+    chars: sent.reduce((t, s) => t + f(s).chars, 0),
+    tokens: sent.reduce((t, s) => t + f(s).tokens, 0),
   });
   return {
     batches: {
@@ -52,7 +53,7 @@ function totals(results: RunFileResult[]): Counts {
     },
     calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
     chains: { compressed: sum((r) => r.chains.compressed), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
-    shown: { before: size((r) => sentContext(r.context, r.target).before), after: size((r) => sentContext(r.context, r.target).after) },
+    shown: { before: size((s) => s.before), after: size((s) => s.after) },
     entriesAppended: sum((r) => r.entriesAppended),
     disk: {
       fileBytes: sum((r) => r.disk.fileBytes),
