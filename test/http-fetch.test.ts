@@ -124,8 +124,11 @@ describe("SendSlots", () => {
     await new Promise((resolve) => setTimeout(resolve, 5));
     expect(order).toEqual([]);
     first?.();
-    first?.(); // a second call gives nothing back
-    (await second)?.();
+    first?.(); // a second call gives nothing back: the third still waits
+    const secondRelease = await second;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(order).toEqual(["second"]);
+    secondRelease?.();
     (await third)?.();
     expect(order).toEqual(["second", "third"]);
   });
