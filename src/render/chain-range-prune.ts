@@ -145,11 +145,10 @@ function editRange(
   if (!applied) {
     for (const r of relocated) c.edits.relocated.add(r.text);
     const refs = entry.toolRefs ?? [];
-    const full = refs.some((ref) => {
-      const record = c.ctx.indexer.getRecord(c.ctx.indexer.shortRefToKey.get(ref) ?? ref);
-      return record !== undefined && recoveryNeedsFull(record);
-    });
-    const body = chainBodyIn(c.ctx.wording ?? EXTENSION_WORDING, chainBody(entry, c.covering), refs, full);
+    const wording = c.ctx.wording ?? EXTENSION_WORDING;
+    // `--full` is part of stock Pi's recovery hint only: the extension's wording never reads it.
+    const full = wording.target === "pi" && refs.length > 0 && refs.some((ref) => refNeedsFull(c.ctx, ref));
+    const body = chainBodyIn(wording, chainBody(entry, c.covering), refs, full);
     const text = compressedChainText(entry, body, relocated);
     c.edits.insertAfter.set(startIndex, { role: "user", content: [{ type: "text", text }], timestamp: entry.compressedAt });
   }
@@ -160,15 +159,24 @@ function editRange(
   }
 }
 
+/** True when the output behind a chain's ref takes `condense query --full` to recover whole. */
+function refNeedsFull(ctx: PruneContext, ref: string): boolean {
+  const record = ctx.indexer.getRecord(ctx.indexer.shortRefToKey.get(ref) ?? ref);
+  return record !== undefined && recoveryNeedsFull(record);
+}
+
 /** Coverage-based suppression: a per-batch summary anywhere whose refs name a dropped call. */
 function dropCoveringSummaries(messages: AgentMessage[], edits: Edits): void {
-  messages.forEach((m, i) => {
-    if (edits.drop.has(i) || !isPerBatchSummary(m)) return;
+  // Each ref is one Set lookup (its occurrence key, or its bare id); summaries are few, so the
+  // role test comes before the lookup in `drop`.
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    if (!isPerBatchSummary(m) || edits.drop.has(i)) continue;
     const covers = readSummaryRefs(m.details).some((r) =>
       typeof r.resultTimestamp === "number" ? edits.droppedKeys.has(recordKeyOf(r)) : edits.droppedIds.has(r.toolCallId),
     );
     if (covers) edits.drop.add(i);
-  });
+  }
 }
 
 /** The output of {@link applyChainCompressions} with where each message came from. */

@@ -10,9 +10,11 @@ import type { ProtectionTest } from "../prune/protect.js";
 import { recoveryGraceKeys } from "../prune/grace.js";
 import type { AgentMessage, ToolResultMessage } from "../session/types.js";
 
-/** The key under which a tool result is indexed, or undefined (strict; bare id only for pure-legacy ids). */
-export function lookupKeyOf(message: ToolResultMessage, indexer: ToolCallIndexer): string | undefined {
-  const key = resultKeyOf(message);
+/**
+ * The key under which a tool result is indexed, or undefined (strict; bare id only for pure-legacy ids).
+ * @param key the result's occurrence key ({@link resultKeyOf}), when the caller has it already
+ */
+export function lookupKeyOf(message: ToolResultMessage, indexer: ToolCallIndexer, key: string = resultKeyOf(message)): string | undefined {
   if (indexer.isSummarized(key)) return key;
   if (indexer.hasLegacyBareRecord(message.toolCallId)) return message.toolCallId;
   return undefined;
@@ -34,11 +36,13 @@ export function stubReplace(
   let out: AgentMessage[] | null = null;
   messages.forEach((m, i) => {
     if (m.role !== "toolResult") return;
-    const lookup = lookupKeyOf(m, indexer);
+    // The occurrence key, made once per result: the index lookup and the grace window both read it.
+    const key = resultKeyOf(m);
+    const lookup = lookupKeyOf(m, indexer, key);
     if (!lookup) return;
     const record = indexer.getRecord(lookup);
     if (!record || isProtected(record.toolName, record.args)) return;
-    if (grace.has(resultKeyOf(m))) return;
+    if (grace.has(key)) return;
     const ref = indexer.shortRefFor(lookup) ?? m.toolCallId;
     const text = record.spillPath ? spilledStubIn(wording, record, ref) : summarizedStubIn(wording, record, ref);
     const stub: ToolResultMessage = {
