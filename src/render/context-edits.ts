@@ -186,7 +186,8 @@ export function planContextEdits(branch: SessionEntry[], ctx: PruneContext, ownE
     }
   });
   // A tool turn is omitted whole or not at all: a held member keeps the others' omissions out.
-  for (const members of toolTurns(visible).values()) {
+  // (Nothing held, nothing kept: the turns are walked only then.)
+  for (const members of held.size > 0 ? toolTurns(visible).values() : []) {
     if (!members.some((i) => held.has(i))) continue;
     for (const i of members) {
       if (wanted.get(i)?.replacement !== null) continue;
@@ -210,8 +211,17 @@ export function planContextEdits(branch: SessionEntry[], ctx: PruneContext, ownE
  * branch order.
  */
 function writeOrder(visible: ContextItem[], wanted: Map<number, PlannedContextEdit>): PlannedContextEdit[] {
-  const group = ([i, edit]: [number, PlannedContextEdit]) => (edit.replacement !== null ? 0 : visible[i].message.role === "assistant" ? 2 : 1);
-  return [...wanted.entries()].sort((a, b) => group(a) - group(b) || a[0] - b[0]).map(([, edit]) => edit);
+  // One pass: `wanted` is filled in ascending index (planContextEdits; a Map iterates in insertion
+  // order, deletions keep it), so each group is in branch order as it is filled.
+  const content: PlannedContextEdit[] = [];
+  const others: PlannedContextEdit[] = [];
+  const assistants: PlannedContextEdit[] = [];
+  for (const [i, edit] of wanted) {
+    if (edit.replacement !== null) content.push(edit);
+    else if (visible[i].message.role === "assistant") assistants.push(edit);
+    else others.push(edit);
+  }
+  return [...content, ...others, ...assistants];
 }
 
 /** The latest assistant message keeps its thinking blocks exactly (providers check their signatures). */

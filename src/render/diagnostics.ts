@@ -6,7 +6,7 @@
  * reported once, not once per render.
  */
 import { readPruneEntry } from "../entries/read.js";
-import type { DiagnosticData } from "../entries/types.js";
+import { CUSTOM_TYPES, type DiagnosticData } from "../entries/types.js";
 import type { SessionEntry } from "../session/types.js";
 import type { RenderDiagnostic } from "./types.js";
 
@@ -27,6 +27,8 @@ export function dedupDiagnostics(diagnostics: RenderDiagnostic[]): RenderDiagnos
 export function recordedDiagnostics(branch: SessionEntry[]): DiagnosticData[] {
   const out: DiagnosticData[] = [];
   for (const entry of branch) {
+    // Only diagnostic entries are read (the reader validates every kind it is given).
+    if (entry.type !== "custom" || entry.customType !== CUSTOM_TYPES.diagnostic) continue;
     const read = readPruneEntry(entry);
     if (read?.kind === "diagnostic") out.push(read.data);
   }

@@ -11,7 +11,7 @@ import type { ToolCallIndexer } from "../prune/indexer.js";
 import { resultKeyOf } from "../context/vocabulary.js";
 import type { ProtectionTest } from "../prune/protect.js";
 import type { ContextMetrics, FrontierData } from "../entries/types.js";
-import type { AgentMessage, AssistantMessage, ToolResultMessage } from "../session/types.js";
+import type { AgentMessage, AssistantMessage, ToolCall, ToolResultMessage } from "../session/types.js";
 import { jsonLengthMemo, type JsonLength } from "./json-size.js";
 import { CHARS4, type Tokenizer } from "./tokenizer.js";
 
@@ -160,15 +160,15 @@ function frontierGap(
 ): number {
   const { boundary, excluded } = frontierAnchor(messages, frontier);
   let gap = 0;
-  // Arguments of each call id as carried by the nearest preceding assistant that has it.
-  const callsById = new Map<string, { name: string; args: unknown }>();
+  // The call block of each id as carried by the nearest preceding assistant that has it (its arguments are read).
+  const callsById = new Map<string, ToolCall>();
   let afterBoundaryAssistant = false;
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i];
     if (m.role === "assistant") {
       const content = (m as AssistantMessage).content;
       if (Array.isArray(content)) {
-        for (const b of content) if (b?.type === "toolCall") callsById.set(b.id, { name: b.name, args: b.arguments });
+        for (const b of content) if (b?.type === "toolCall") callsById.set(b.id, b);
       }
       if (i > boundary) afterBoundaryAssistant = true;
       continue;
@@ -177,7 +177,7 @@ function frontierGap(
     const r = m as ToolResultMessage;
     if (!afterBoundaryAssistant && excluded.has(r.toolCallId)) continue;
     if (indexer.isSummarized(resultKeyOf(r))) continue;
-    if (isProtected(r.toolName, callsById.get(r.toolCallId)?.args)) continue;
+    if (isProtected(r.toolName, callsById.get(r.toolCallId)?.arguments)) continue;
     gap += tokensAt(i);
   }
   return gap;
