@@ -239,6 +239,65 @@ describe("refs on index entries, read as the extension reads them", () => {
   });
 });
 
+describe("ToolCallIndexer.extendedWith: the index of a longer branch without rebuilding it", () => {
+  const record = (id: string, ts: number) => ({
+    toolCallId: id,
+    toolName: "bash",
+    args: {},
+    resultText: `out ${id}`,
+    isError: false,
+    turnIndex: 0,
+    timestamp: ts,
+    resultTimestamp: ts,
+  });
+  const custom = (id: string, customType: string, data: unknown): SessionEntry => ({
+    type: "custom",
+    id,
+    parentId: null,
+    timestamp: "2026-01-01T00:00:00.000Z",
+    customType,
+    data,
+  });
+  const alias = custom("a1", "context-prune-dedup-alias", {
+    newToolCallId: "call_2",
+    newResultTimestamp: 20,
+    originalToolCallId: "call_1",
+    originalResultTimestamp: 10,
+  });
+  const head = [
+    custom("e1", "context-prune-index", { toolCalls: [record("call_1", 10), record("call_2", 20)] }),
+    custom("e2", "context-prune-index", { toolCalls: [], backfilled: true, refs: [{ shortId: "t1", toolCallId: "call_1", resultTimestamp: 10 }] }),
+    alias,
+  ];
+  // Every map in insertion order but keyToShortRef, which is only looked up (an alias's entry goes in earlier when extended).
+  const plain = (indexer: ToolCallIndexer) =>
+    JSON.parse(JSON.stringify(indexer, (k, v) => (v instanceof Map ? (k === "keyToShortRef" ? [...v].sort() : [...v]) : v)));
+
+  it("equals fromBranch of the whole branch when the new entries name no aliased key", () => {
+    const tail = [
+      custom("e3", "context-prune-index", { toolCalls: [record("call_3", 30)] }),
+      custom("e4", "context-prune-index", { toolCalls: [], backfilled: true, refs: [{ shortId: "t9", toolCallId: "call_3", resultTimestamp: 30 }] }),
+      custom("e5", "context-prune-frontier", { lastAttemptedToolCallId: "call_3", lastAttemptedTurnIndex: 2 }),
+    ];
+    const extended = ToolCallIndexer.fromBranch(head).extendedWith(tail);
+    expect(extended).not.toBeNull();
+    expect(plain(extended as ToolCallIndexer)).toEqual(plain(ToolCallIndexer.fromBranch([...head, ...tail])));
+  });
+
+  it("declines (null, index untouched) for a dedup alias or a ref to an aliased key, whose order fromBranch decides", () => {
+    const indexer = ToolCallIndexer.fromBranch(head);
+    const before = plain(indexer);
+    const refToOriginal = custom("e3", "context-prune-index", {
+      toolCalls: [],
+      backfilled: true,
+      refs: [{ shortId: "t5", toolCallId: "call_2", resultTimestamp: 20 }],
+    });
+    expect(indexer.extendedWith([refToOriginal])).toBeNull();
+    expect(indexer.extendedWith([{ ...alias, id: "a2" }])).toBeNull();
+    expect(plain(indexer)).toEqual(before);
+  });
+});
+
 describe("exceedsHead: past the head condense query prints by default", () => {
   it("counts UTF-8 bytes, not characters, and lines without the trailing newline", () => {
     expect(exceedsHead("")).toBe(false);

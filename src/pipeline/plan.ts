@@ -182,14 +182,17 @@ function finishPlan(
   // Every entry is placed once, as it is decided: the chain continues from group to group.
   const chain = new EntryChain(view.session, new Date(options.nowMs).toISOString());
   const draft = chain.append(parts.pruning);
-  const after = draft.length > 0 ? renderBranch([...view.branch, ...draft], view.config) : view.rendered;
+  // The index of the branch with the draft: the after-render's, and then (extended) stock Pi's edits'.
+  const draftIndex = draft.length > 0 ? ToolCallIndexer.fromBranch([...view.branch, ...draft]) : null;
+  const after = draftIndex ? renderBranch([...view.branch, ...draft], view.config, draftIndex) : view.rendered;
   const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
   // Only the render is wanted: for the extension, what follows does not change it. (Stock Pi's
   // edits do change with the recovery index and the tail: they are planned for the `pi` target.)
   if (options.renderOnly && !forStockPi) return { entries: draft, after, final: after, recovery: NO_RECOVERY, edits: null, piOnlyAfter: after.beforeAgent };
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
   const written: SessionEntry[] = [...draft, ...chain.append([...(recovery.entry ? [recovery.entry] : []), ...parts.tail])];
-  const native = forStockPi ? nativeStep(view, written, chain, options) : null;
+  // The after-render is done with `draftIndex`: it is extended in place by what follows the draft.
+  const native = forStockPi ? nativeStep(view, written, chain, options, draftIndex?.extendedWith(written.slice(draft.length))) : null;
   const placed = native ? [...written, ...native.entries] : written;
   // Stock Pi's edits change what the extension sees: a later run reads the diagnostics of that render too.
   // (Edits and their listing are no context-prune entries: the index of the branch before them is theirs.)
@@ -206,6 +209,7 @@ function finishPlan(
  * Native mode: the context edits that make Pi's projection of the branch after `placed` the
  * render of it (render/context-edits.ts), then the `condense-context-edits` entry listing their
  * ids, both placed on `chain` after `placed`.
+ * @param index the index of the branch with `placed`, when the caller has it (else rebuilt)
  * @returns the entries placed, the plan (for the report) and the index of the branch with `placed`
  */
 function nativeStep(
@@ -213,9 +217,10 @@ function nativeStep(
   placed: SessionEntry[],
   chain: EntryChain,
   options: PlanOptions,
+  index?: ToolCallIndexer | null,
 ): { entries: SessionEntry[]; plan: ContextEditPlan; indexer: ToolCallIndexer } {
   const branch = [...view.branch, ...placed];
-  const indexer = ToolCallIndexer.fromBranch(branch);
+  const indexer = index ?? ToolCallIndexer.fromBranch(branch);
   const ctx = {
     indexer,
     config: view.config,

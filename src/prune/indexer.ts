@@ -63,6 +63,36 @@ export class ToolCallIndexer {
     return indexer;
   }
 
+  /**
+   * This index with `entries` appended to its branch: what {@link fromBranch} of the whole branch
+   * builds, loaded in place — or null, leaving this index untouched, when that is not certain:
+   * an entry is a dedup alias (fromBranch applies every alias after its pass), or an entry names
+   * an occurrence key an applied alias reads or writes (an alias copies its original's short ref,
+   * so the order of the two would matter). The one difference to a rebuilt index: an alias's entry
+   * in `keyToShortRef`, which is only looked up, comes before the new entries' refs.
+   */
+  extendedWith(entries: SessionEntry[]): ToolCallIndexer | null {
+    const reads: PruneEntry[] = [];
+    for (const entry of entries) {
+      const read = readPruneEntry(entry);
+      if (!read) continue;
+      if (read.kind === "dedup-alias" || ((read.kind === "index" || read.kind === "summary") && this.touchesAlias(read))) return null;
+      reads.push(read);
+    }
+    const none: DedupAliasData[] = [];
+    for (const read of reads) this.load(read, none);
+    return this;
+  }
+
+  /** True when an index or summary entry names a key that is a dedup alias or an alias's original. */
+  private touchesAlias(read: Extract<PruneEntry, { kind: "index" | "summary" }>): boolean {
+    if (this.dedupAliasToOriginal.size === 0) return false;
+    const originals = new Set(this.dedupAliasToOriginal.values());
+    const named = (key: string) => this.dedupAliasToOriginal.has(key) || originals.has(key);
+    if (read.refs.some((r) => named(recordKeyOf(r)))) return true;
+    return read.kind === "index" && read.records.some((r) => named(recordKeyOf(r)));
+  }
+
   /** Take in one entry of the branch; aliases are collected for after the pass. */
   private load(read: PruneEntry, aliases: DedupAliasData[]): void {
     switch (read.kind) {
