@@ -84,6 +84,19 @@ export function chainLookupKeys(chain: Pick<ChainRange, "middleOccurrenceKeys" |
   return chain.middleOccurrenceKeys.length > 0 ? chain.middleOccurrenceKeys : chain.middleToolCallIds;
 }
 
+/** What chain selection and compression look up in one message list, made once for both. */
+export interface MessageLookups {
+  /** Chain boundaries → range ({@link rangeResolver}). */
+  resolve: ReturnType<typeof rangeResolver>;
+  /** Occurrence keys two or more results share ({@link sharedResultKeys}). */
+  shared: Set<string>;
+}
+
+/** The {@link MessageLookups} of a message list. */
+export function messageLookups(messages: AgentMessage[]): MessageLookups {
+  return { resolve: rangeResolver(messages), shared: sharedResultKeys(messages) };
+}
+
 /**
  * Closed chains to compress now: closed, not yet in the registry, with at least one tool call; all
  * but the `rollingWindow` most recent such chains whose boundaries resolve to exactly one range (an
@@ -91,6 +104,7 @@ export function chainLookupKeys(chain: Pick<ChainRange, "middleOccurrenceKeys" |
  * result still inside the recovery grace window (they wait; the window is decided before this), and
  * minus those holding a result whose occurrence key another result of the context shares (they stay
  * raw: such results cannot be indexed apart, docs/design.md "Occurrence Identity").
+ * @param lookups the range resolver and the shared occurrence keys of `messages`, when the caller has them (else made here)
  * @returns the eligible chains, how many wait for the grace window, how many stay raw for a shared key
  */
 export function selectEligibleChains(
@@ -98,16 +112,16 @@ export function selectEligibleChains(
   indexer: Pick<ToolCallIndexer, "chains">,
   config: Pick<PruneConfig, "chainCompression" | "recoveryGraceTurns">,
   isProtected: ProtectionTest,
+  lookups: MessageLookups = messageLookups(messages),
 ): { eligible: ChainRange[]; waiting: number; ambiguous: number } {
   const candidates = detectChains(messages, isProtected).filter(
     (c) => c.finalAssistantTimestamp !== null && !indexer.chains.has(c.startUserTimestamp) && c.middleToolCallIds.length > 0,
   );
-  const resolve = rangeResolver(messages);
+  const { resolve, shared } = lookups;
   // A chain whose boundaries do not resolve to one range would compress nothing (render fails closed).
   const aged = candidates
     .slice(0, Math.max(0, candidates.length - config.chainCompression.rollingWindow))
     .filter((c) => resolve(c.startUserTimestamp, c.finalAssistantTimestamp) !== null);
-  const shared = sharedResultKeys(messages);
   const distinct = aged.filter((c) => !c.middleOccurrenceKeys.some((k) => shared.has(k)));
   const grace = recoveryGraceKeys(messages, config.recoveryGraceTurns);
   const eligible = distinct.filter((c) => !c.middleOccurrenceKeys.some((k) => grace.has(k)));
@@ -297,8 +311,9 @@ function chainsToCompress(
   messages: AgentMessage[],
   indexer: ToolCallIndexer,
   options: CompressOptions,
+  lookups: MessageLookups,
 ): { chains: ChainRange[]; waiting: number; ambiguous: number } {
-  const selected = selectEligibleChains(messages, indexer, options.config, options.isProtected);
+  const selected = selectEligibleChains(messages, indexer, options.config, options.isProtected, lookups);
   const pending = options.pendingKeys ?? new Set<string>();
   const chains = selected.eligible.filter((c) => !c.middleOccurrenceKeys.some((k) => pending.has(k)));
   return { chains, waiting: selected.waiting + selected.eligible.length - chains.length, ambiguous: selected.ambiguous };
@@ -436,14 +451,16 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     reused: { cache: 0, session: 0 },
   };
   const messages = items.map((i) => i.message);
-  const { chains, waiting, ambiguous } = chainsToCompress(messages, indexer, options);
+  // The messages do not change from here on: selection and compression share their lookups.
+  const lookups = messageLookups(messages);
+  const { chains, waiting, ambiguous } = chainsToCompress(messages, indexer, options, lookups);
   result.waiting = waiting;
   result.ambiguous = ambiguous;
   if (chains.length === 0) return result;
   const covering = summaryLookup(indexer);
   const bodiesOf = chains.map((chain) => covering(chainLookupKeys(chain), chain.middleOccurrenceKeys.length === 0));
   const answers = await fuseRanges(bodiesOf, options);
-  const c: Compression = { items, messages, indexer, options, result, resolve: rangeResolver(messages), shared: sharedResultKeys(messages) };
+  const c: Compression = { items, messages, indexer, options, result, resolve: lookups.resolve, shared: lookups.shared };
   for (let n = 0; n < chains.length; n++) {
     const chain = chains[n];
     const keys = chainLookupKeys(chain);
