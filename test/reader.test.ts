@@ -273,6 +273,22 @@ describe("trees", () => {
     expect(llmOf(s)).toStrictEqual(expected);
     expect(piContext("missing-parent.jsonl").llm).toStrictEqual(expected);
   });
+
+  it("getBranch stops before the first entry met twice on a parent cycle (a walk longer than the file)", () => {
+    // c → b → a → c: the walk from c meets c again after a; from d (whose parent is b) it meets b again.
+    const entry = (id: string, parentId: string): Session["entries"][number] => ({
+      type: "thinking_level_change",
+      id,
+      parentId,
+      timestamp: "2026-01-01T00:00:00.000Z",
+      thinkingLevel: "low",
+    });
+    const byId = new Map([entry("a", "c"), entry("b", "a"), entry("c", "b"), entry("d", "b")].map((e) => [e.id, e]));
+    expect(ids(getBranch({ byId }, "c"))).toEqual(["a", "b", "c"]);
+    expect(ids(getBranch({ byId }, "d"))).toEqual(["c", "a", "b", "d"]);
+    expect(ids(getBranch({ byId }, "x"))).toEqual([]);
+    expect(ids(getBranch({ byId }, null))).toEqual([]);
+  });
 });
 
 describe("old versions", () => {

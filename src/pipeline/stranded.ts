@@ -60,11 +60,17 @@ export function strandedWrites(session: Session, indexer: Pick<ToolCallIndexer, 
 
 /** Every write of `session` left off its active branch (see the module comment), in file order. */
 export function allStrandedWrites(session: Session): StrandedWrite[] {
-  const onBranch = new Set(session.branch.map((e) => e.id));
-  const children = childrenOf(session);
+  // The branch's ids are gathered at the first pruning entry, the children map at the first one off
+  // the branch: a session condense never wrote to (every one Pi wrote alone) pays one pass over the
+  // entry types, one whose writes are all on the branch no children map.
+  let onBranch: Set<string> | undefined;
+  let children: Map<string | null, SessionEntry[]> | undefined;
   const out: StrandedWrite[] = [];
   for (const first of session.entries) {
-    if (onBranch.has(first.id) || !isPruneEntry(first) || first.parentId === null || !onBranch.has(first.parentId)) continue;
+    if (!isPruneEntry(first) || first.parentId === null) continue;
+    onBranch ??= new Set(session.branch.map((e) => e.id));
+    if (onBranch.has(first.id) || !onBranch.has(first.parentId)) continue;
+    children ??= childrenOf(session);
     const chain = [first];
     let ok = true;
     for (let next = children.get(first.id) ?? []; next.length > 0; next = children.get(chain[chain.length - 1].id) ?? []) {

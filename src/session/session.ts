@@ -68,6 +68,20 @@ export function buildSession(raw: RawSession): Session {
  * A parent id that is not in the file ends the walk; a cycle (never written by Pi) also ends it.
  */
 export function getBranch(session: Pick<Session, "byId">, fromId: string | null): SessionEntry[] {
+  // Without a cycle the walk meets each entry of `byId` at most once: a walk longer than `byId` has
+  // entries went round a cycle, and is walked again noting what it has seen (no set in the common case).
+  const path: SessionEntry[] = [];
+  let current = fromId !== null ? session.byId.get(fromId) : undefined;
+  while (current) {
+    if (path.length === session.byId.size) return branchUntilRepeat(session, fromId);
+    path.push(current);
+    current = current.parentId ? session.byId.get(current.parentId) : undefined;
+  }
+  return path.reverse();
+}
+
+/** {@link getBranch} for a walk that goes round a cycle: it stops before the first entry met twice. */
+function branchUntilRepeat(session: Pick<Session, "byId">, fromId: string | null): SessionEntry[] {
   const path: SessionEntry[] = [];
   const seen = new Set<SessionEntry>();
   let current = fromId !== null ? session.byId.get(fromId) : undefined;
