@@ -10,7 +10,7 @@ import { main } from "../src/cli/main.js";
 import { buildContextEntries, convertToLlm, projectBranch } from "../src/context/projection.js";
 import { migrateEntries } from "../src/session/migrate.js";
 import { openSession } from "../src/session/open.js";
-import { parseSessionText, readSessionFile, type RawSession } from "../src/session/reader.js";
+import { nestedDeeperThan, parseSessionText, readSessionFile, type RawSession } from "../src/session/reader.js";
 import { childrenOf, entriesWithMissingParent, getBranch, loadSession, type Session } from "../src/session/session.js";
 import { UsageError } from "../src/util/errors.js";
 import {
@@ -493,6 +493,19 @@ describe("compaction-and-context-edit.jsonl", () => {
 
 describe("reader internals", () => {
   const strip = (r: RawSession) => ({ ...r, mtimeMs: 0 });
+
+  it("nestedDeeperThan: a line with at most `limit` brackets is not too deep; brackets in strings do not nest", () => {
+    const deeper = (json: string, limit: number) => {
+      // Inside a larger buffer, as the reader passes a line of its read chunk: nothing around it is read.
+      const buf = Buffer.from(`[[[[[[${json}]]]]]]`);
+      return nestedDeeperThan(buf, 6, buf.length - 6, limit);
+    };
+    expect(deeper('{"a":[{"b":1}]}', 3)).toBe(false); // depth 3, three openers
+    expect(deeper('{"a":[{"b":[1]}]}', 3)).toBe(true); // depth 4
+    expect(deeper("[[[[]]]]", 3)).toBe(true);
+    expect(deeper('[{"s":"{{{{[[[["},[]]', 3)).toBe(false); // 10 openers, 8 of them in a string: depth 2
+    expect(deeper('[{"s":"\\"{{{{"},{"t":[[1]]}]', 3)).toBe(true); // an escaped quote inside the string; depth 4 after it
+  });
 
   it("parseSessionText and readSessionFile agree on every fixture", async () => {
     for (const name of [
