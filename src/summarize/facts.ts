@@ -37,9 +37,27 @@ const EXIT = /\b(?:exit(?:ed)?(?: with)?(?: code| status)|exit code:?|Command ex
 
 /**
  * A file path: folders and a file name with an extension (`src/a.ts`, `./x.js`, `/etc/hosts.conf`,
- * `~/.pi/agent/settings.json`, `src/a.ts(3,7)` as a compiler prints it), not inside a URL.
+ * `~/.pi/agent/settings.json`, `src/a.ts(3,7)` as a compiler prints it), not inside a URL. As one
+ * search over a text:
+ * `(?:^|[\s"'\`(=[,:<])((?:\.{1,2}\/|~\/|\/)?(?:[\w@.+-]+\/)+[\w@+-]+(?:\.[A-Za-z]\w{0,7})+)(?=$|[\s"'\`(),:;\]>])`.
+ * {@link filePaths} finds the same paths without running it at every position: a path is made
+ * only of {@link isPathChar path characters}, and the characters allowed before and after it are
+ * none of them, so a path is always a whole run of path characters; the run is tested whole.
  */
-const PATH = /(?:^|[\s"'`(=[,:<])((?:\.{1,2}\/|~\/|\/)?(?:[\w@.+-]+\/)+[\w@+-]+(?:\.[A-Za-z]\w{0,7})+)(?=$|[\s"'`(),:;\]>])/g;
+const PATH = /^(?:\.{1,2}\/|~\/|\/)?(?:[\w@.+-]+\/)+[\w@+-]+(?:\.[A-Za-z]\w{0,7})+$/;
+/** What may stand just before a path (or the text's start). */
+const BEFORE_PATH = /[\s"'`(=[,:<]/;
+/** What may stand just after a path (or the text's end). */
+const AFTER_PATH = /[\s"'`(),:;\]>]/;
+
+/** Per ASCII code: 1 for a character a path may hold (`\w`, `@`, `.`, `+`, `-`, `/`, `~`). */
+const PATH_CHARS = new Uint8Array(128);
+for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@.+-/~") PATH_CHARS[c.charCodeAt(0)] = 1;
+
+/** True when the UTF-16 code unit `code` may be part of a path (see {@link PATH_CHARS}). */
+function isPathChar(code: number): boolean {
+  return code < 128 && PATH_CHARS[code] === 1;
+}
 
 /** True for a line that reports an error (see {@link ERROR_LINE}). */
 export function isErrorLine(line: string): boolean {
@@ -72,10 +90,18 @@ export function exitStatuses(text: string): string[] {
  */
 export function filePaths(text: string, limit = Number.POSITIVE_INFINITY): string[] {
   const out = new Set<string>();
-  // Every path has a folder: without a slash there is none (the search below scans every position).
-  if (!text.includes("/")) return [];
-  PATH.lastIndex = 0;
-  for (let m = PATH.exec(text); m !== null && out.size < limit; m = PATH.exec(text)) if (!m[1].includes("//")) out.add(m[1]);
+  // Every path has a folder: each run of path characters holding a slash, from left to right.
+  for (let slash = text.indexOf("/"); slash !== -1 && out.size < limit; ) {
+    let start = slash;
+    while (start > 0 && isPathChar(text.charCodeAt(start - 1))) start--;
+    let end = slash + 1;
+    while (end < text.length && isPathChar(text.charCodeAt(end))) end++;
+    if ((start === 0 || BEFORE_PATH.test(text[start - 1])) && (end === text.length || AFTER_PATH.test(text[end]))) {
+      const run = text.slice(start, end);
+      if (PATH.test(run) && !run.includes("//")) out.add(run);
+    }
+    slash = text.indexOf("/", end);
+  }
   return [...out];
 }
 
