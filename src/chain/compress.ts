@@ -385,9 +385,9 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
  */
 function deterministicBody(c: Compression, chain: ChainRange, keys: string[], backfill: NewEntry[]): string | null {
   const { indexer, options } = c;
-  const indexed = keys.filter((k) => indexer.getRecord(k) !== undefined);
   const fresh = extractChainRecords(c.items, chain, indexer, c.resolve, c.shared, c.messages);
-  if (indexed.length === 0 && fresh.length === 0) {
+  // Whether any call is indexed already matters only when none is back-filled now.
+  if (fresh.length === 0 && !keys.some((k) => indexer.getRecord(k) !== undefined)) {
     const fullyProtected = chain.middleToolCallIds.every((id) => chain.protectedToolCallIds.includes(id));
     if (!fullyProtected) {
       const diagnostic: DiagnosticData = {
