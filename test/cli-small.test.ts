@@ -39,6 +39,20 @@ describe("a mistyped command", () => {
     expect(suggestCommand("hello", names)).toBeUndefined();
   });
 
+  it("counts two swapped letters as one edit, and run is a command too", async () => {
+    const names = ["run", "render", "query", "metrics", "budget", "compact", "undo", "report", "install-skill", "completion"];
+    expect(suggestCommand("rnu", names)).toBe("run");
+    expect(suggestCommand("runn", names)).toBe("run");
+    expect(suggestCommand("rum", names)).toBe("run");
+    expect(suggestCommand("redner", names)).toBe("render");
+    expect(suggestCommand("qeury", names)).toBe("query");
+    expect(suggestCommand("udno", names)).toBe("undo");
+    expect(suggestCommand("xyz", names)).toBeUndefined();
+    const r = await runCli("rnu", "t.jsonl");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('error: unknown command "rnu" — did you mean `condense run`? (No session goes by that name either.) See condense --help\n');
+  });
+
   it("an existing file of that name is still a session", async () => {
     const dir = path.join(tmp.dir, "named");
     mkdirSync(dir);

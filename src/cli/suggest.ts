@@ -4,14 +4,20 @@
  * command's name, the user meant the command.
  */
 
-/** Levenshtein distance of two short words. */
+/**
+ * Edit distance of two short words, a swap of two neighbouring letters counting as one edit
+ * (optimal string alignment: `rnu` is one edit from `run`, as `metirc` is from `metric`).
+ */
 function distance(a: string, b: string): number {
+  let before: number[] = [];
   let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const current = [i];
     for (let j = 1; j <= b.length; j++) {
       current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) current[j] = Math.min(current[j], before[j - 2] + 1);
     }
+    before = previous;
     previous = current;
   }
   return previous[b.length];

@@ -182,7 +182,7 @@ async function condenseAll(
 function mistypedCommand(program: Command, args: string[], error: unknown): unknown {
   const word = args[0];
   if (!(error instanceof UsageError) || word === undefined || existsSync(word)) return error;
-  const names = program.commands.map((c) => c.name()).filter((n) => n !== "run");
+  const names = program.commands.map((c) => c.name());
   const meant = suggestCommand(word, names);
   if (!meant) return error;
   return new UsageError(`unknown command "${word}" — did you mean \`condense ${meant}\`? (No session goes by that name either.) See condense --help`);
