@@ -180,6 +180,13 @@ describe("no session argument: the session pi --continue opens", () => {
       expect([query.code, query.stderr]).toEqual([2, `${head}name it with --session FILE|id\n`]);
       const metrics = await runCli(["metrics"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
       expect([metrics.code, metrics.stderr]).toEqual([2, `${head}pass a session file, directory, glob or session id\n`]);
+      // The session typed as a ref (`condense query t1 big.jsonl`) is named as the --session it was meant to be.
+      writeFileSync(path.join(cwd, "big.jsonl"), `${JSON.stringify(hdr("b", cwd))}\n`);
+      const typed = await runCli(["query", "t1", "big.jsonl"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
+      expect([typed.code, typed.stderr]).toEqual([
+        2,
+        `${head}name it with --session FILE|id. big.jsonl is a file given as a ref: did you mean --session big.jsonl?\n`,
+      ]);
     } finally {
       process.chdir(here);
     }

@@ -127,12 +127,18 @@ async function saveImages(dir: string, writes: ImageWrite[], session: string, fo
 }
 
 /**
- * A `--session` that names nothing while `$PI_SESSION_FILE` names a session (a stub's path after
- * the file moved, run inside Pi): the error says so, and that leaving out `--session` reads it.
+ * Hints on the error when no session was found: a `.jsonl` file typed among the refs
+ * (`condense query t1 big.jsonl`) is named as the `--session` it probably was; a `--session` that
+ * names nothing while `$PI_SESSION_FILE` names a session (a stub's path after the file moved, run
+ * inside Pi) is told that leaving out `--session` reads it.
  */
-function currentSessionHint(error: unknown, named: string | undefined): unknown {
+function currentSessionHint(error: unknown, named: string | undefined, refs: string[]): unknown {
+  if (!(error instanceof UsageError)) return error;
+  // `condense query t1 big.jsonl`: the session typed as a ref, where no session was found.
+  const typed = named === undefined ? refs.find((r) => r.endsWith(".jsonl") && existsSync(r)) : undefined;
+  if (typed !== undefined) return new UsageError(`${error.message}. ${typed} is a file given as a ref: did you mean --session ${typed}?`);
   const current = process.env.PI_SESSION_FILE;
-  if (!(error instanceof UsageError) || named === undefined || !current || !existsSync(current)) return error;
+  if (named === undefined || !current || !existsSync(current)) return error;
   return new UsageError(`${error.message}. $PI_SESSION_FILE names ${current} (inside Pi: the current session); without --session condense query reads it`);
 }
 
@@ -154,7 +160,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
   withCommonOptions(cmd).action(async (refs: string[], options: QueryOptions) => {
     const out = new Output(options);
     const files = await resolveSessionArgs(options.session !== undefined ? [options.session] : [], { naming: "--session" }).catch((error: unknown) => {
-      throw currentSessionHint(error, options.session);
+      throw currentSessionHint(error, options.session, refs);
     });
     if (files.length !== 1) throw new UsageError(`--session must name one session; ${options.session} names ${files.length} files`);
     const session = await openSession(files[0], "read");
