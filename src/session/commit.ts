@@ -5,8 +5,9 @@
  * write — the entries and their sidecars through the crash-safe locked append (writer.ts), or the
  * sidecars and then the original (or migrated) bytes plus the entries into `--output`.
  */
-import { existsSync, realpathSync } from "node:fs";
-import { copyFile, readFile, realpath, stat } from "node:fs/promises";
+import { constants, existsSync, realpathSync } from "node:fs";
+import { access, copyFile, readFile, realpath, stat } from "node:fs/promises";
+import { dirname } from "node:path";
 import { CondenseError, UsageError } from "../util/errors.js";
 import { serializeMigrated } from "./migrate.js";
 import { type MigrationFacts, readUndoRecords, sha256Hex } from "./journal.js";
@@ -17,7 +18,7 @@ import { buildSession, type Session } from "./session.js";
 import { writeFileAtomic } from "./sidecars.js";
 import { checkWriteTarget } from "./write-target.js";
 import type { SessionEntry } from "./types.js";
-import { appendEntries, assertUnchanged, describeError, serializeAppend, withSessionLock } from "./writer.js";
+import { appendEntries, assertUnchanged, describeError, notWritableMessage, serializeAppend, withSessionLock } from "./writer.js";
 
 /** Milliseconds within which a session whose leaf waits for tool results is taken as live (Pi running). */
 const LIVE_WINDOW_MS = 60_000;
@@ -71,6 +72,28 @@ export async function writeRefusal(
   );
   for (const w of check.warnings) warn(w);
   return check.refusals.length > 0 ? refusalMessage(session.path, check) : null;
+}
+
+/**
+ * Why this user cannot write the session in place, or null: the file (appended to) or its folder
+ * (the lock, journal and sidecars go beside it) refuses writing — access(2) with W_OK, which asks
+ * the kernel (mode bits, ACLs, a read-only mount) without opening anything. `--force` does not
+ * lift it; `--output` does not need it (the session is only read then). The append maps the same
+ * errors the same way should the answer change before it (writer.ts `appendOpenError`).
+ */
+export async function notWritableRefusal(path: string): Promise<string | null> {
+  for (const [target, folder] of [
+    [path, undefined],
+    [dirname(path), dirname(path)],
+  ] as const) {
+    const code = await access(target, constants.W_OK).then(
+      () => undefined,
+      (error: NodeJS.ErrnoException) => error.code,
+    );
+    const refusal = notWritableMessage(path, code, folder);
+    if (refusal) return refusal;
+  }
+  return null;
 }
 
 /**
@@ -194,12 +217,13 @@ export interface WriteOptions {
 /**
  * Open a session for a writing command (`run`, `compact`): through a symlink to the file it names
  * (as Pi does, with the blobs folder beside it), read and checked for writing, reader warnings
- * passed to `warn`, refused when Pi may be writing it or has it open ({@link writeRefusal}; not
- * with `force`; with `dryRun` the refusal is returned as a prediction instead), migrated when asked
+ * passed to `warn`, refused when this user cannot write it ({@link notWritableRefusal}; not with
+ * `output`) or Pi may be writing it or has it open ({@link writeRefusal}; not with `force`); with
+ * `dryRun` the refusal is returned as a prediction instead; migrated when asked
  * ({@link migrateIfAsked}), and an existing `--output` refused without `force`.
  * @returns the session to plan on, with `refusal`: what a real run would refuse (dry runs only)
  * @throws UsageError (exit 2) for a file that cannot be written; CondenseError (exit 1) for a live
- *   session or one that Pi or another process has open
+ *   session, one that Pi or another process has open, or one this user cannot write
  */
 export async function openForWrite(
   file: string,
@@ -209,7 +233,8 @@ export async function openForWrite(
   const path = await realpath(file).catch(() => file);
   const opened = await openSession(path, "write");
   for (const w of opened.warnings) warn(formatWarning(w));
-  const refusal = options.force ? null : await writeRefusal(opened, options, warn);
+  const notWritable = options.output ? null : await notWritableRefusal(opened.path);
+  const refusal = notWritable ?? (options.force ? null : await writeRefusal(opened, options, warn));
   if (refusal && !options.dryRun) throw new CondenseError(refusal, 1);
   const migrated = await migrateIfAsked(opened, options);
   if (options.output) refuseExistingOutput(options.output, options.force);

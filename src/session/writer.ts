@@ -49,6 +49,34 @@ export class FileChangedError extends CondenseError {
   }
 }
 
+/** errno codes that say the user may not write there (mode bits or ACLs, an immutable file, a read-only mount), not that the file changed. */
+const NOT_WRITABLE_CODES: Record<string, string> = { EACCES: "permission denied", EPERM: "operation not permitted", EROFS: "read-only file system" };
+
+/**
+ * The refusal for a session this user cannot write, or null when `code` is no such errno code
+ * (see NOT_WRITABLE_CODES). `folder`: the session's folder is the one refused (condense creates its
+ * lock, journal and sidecars beside the session). The `--output` hint is for `run` and `compact`,
+ * the commands that append (both take `--output`, which only reads the session).
+ */
+export function notWritableMessage(path: string, code: string | undefined, folder?: string): string | null {
+  const why = code === undefined ? undefined : NOT_WRITABLE_CODES[code];
+  if (why === undefined) return null;
+  const what =
+    folder === undefined
+      ? `is not writable (${code}: ${why})`
+      : `cannot be written: its folder ${folder} is not writable (${code}: ${why}), and condense keeps its lock and journal beside the session`;
+  return `${path} ${what}; nothing was written — use --output FILE to write the result to another file`;
+}
+
+/**
+ * The error for a failed open of the session for appending: not writable (permissions, read-only
+ * mount: {@link notWritableMessage}) or else {@link FileChangedError} (removed or replaced meanwhile).
+ */
+export function appendOpenError(path: string, error: NodeJS.ErrnoException): CondenseError {
+  const notWritable = notWritableMessage(path, error.code);
+  return notWritable ? new CondenseError(notWritable, 1) : new FileChangedError(path, `cannot be opened for appending: ${error.code ?? error}`);
+}
+
 /**
  * Thrown when another writer (Pi) appended while condense wrote: condense removed its own bytes (the
  * other writer's entries stay, theirs the leaf), so nothing was written (exit 1).
@@ -191,6 +219,8 @@ export interface AppendOptions {
  *
  * @returns the number of bytes appended (0 when `entries` is empty: nothing is touched)
  * @throws FileChangedError when size, mtime or inode differ from what was read (nothing written)
+ * @throws CondenseError (exit 1) when the file cannot be opened for writing (permissions, read-only
+ *   mount: {@link appendOpenError}); nothing written, the journal removed
  * @throws FileLockedError when a live process holds the lock
  * @throws ConcurrentAppendError when another writer appended meanwhile (condense's bytes removed)
  * @throws CondenseError (exit 1) when the write failed (disk full, file-size limit, I/O error): the
@@ -346,7 +376,7 @@ function appendBytes(path: string, journal: JournalRecord, bytes: Buffer, race: 
     fd = openSync(path, constants.O_WRONLY | constants.O_APPEND);
   } catch (error) {
     abandon(path, journal);
-    throw new FileChangedError(path, `cannot be opened for appending: ${(error as NodeJS.ErrnoException).code ?? error}`);
+    throw appendOpenError(path, error as NodeJS.ErrnoException);
   }
   if (fstatSync(fd).ino !== journal.ino) {
     closeSync(fd);

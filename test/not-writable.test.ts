@@ -1,0 +1,133 @@
+/**
+ * A session this user cannot write (mode -r--r--r--, or a folder where the lock and journal cannot
+ * be created): `run` and `compact` refuse before anything is written, saying so — not that the file
+ * changed since it was read — exit 1, the bytes untouched, no lock or journal left; `--dry-run`
+ * reports the same refusal (`wouldRefuse`). Root ignores mode bits, so the command runs as `nobody`
+ * (runuser) when the tests run as root; the error mapping of the append itself is tested directly.
+ */
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appendOpenError, FileChangedError, notWritableMessage } from "../src/session/writer.js";
+import { buildCli } from "./built-cli.js";
+import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+
+const KIMCHI = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+const HINT = "nothing was written — use --output FILE to write the result to another file";
+
+describe("the append's open error", () => {
+  it("EACCES, EPERM, EROFS: not writable (exit 1), naming the file; anything else: changed since it was read", () => {
+    const cases: [string, string][] = [
+      ["EACCES", "permission denied"],
+      ["EPERM", "operation not permitted"],
+      ["EROFS", "read-only file system"],
+    ];
+    for (const [code, why] of cases) {
+      const error = appendOpenError("/s/a.jsonl", Object.assign(new Error(code), { code }));
+      expect(error).not.toBeInstanceOf(FileChangedError);
+      expect([error.message, error.exitCode]).toEqual([`/s/a.jsonl is not writable (${code}: ${why}); ${HINT}`, 1]);
+    }
+    const gone = appendOpenError("/s/a.jsonl", Object.assign(new Error("ENOENT"), { code: "ENOENT" }));
+    expect(gone).toBeInstanceOf(FileChangedError);
+    expect(gone.message).toBe("/s/a.jsonl changed since it was read (cannot be opened for appending: ENOENT); nothing was written — run again");
+  });
+
+  it("the folder's refusal names the folder and why it matters", () => {
+    expect(notWritableMessage("/s/a.jsonl", "EACCES", "/s")).toBe(
+      `/s/a.jsonl cannot be written: its folder /s is not writable (EACCES: permission denied), and condense keeps its lock and journal beside the session; ${HINT}`,
+    );
+    expect(notWritableMessage("/s/a.jsonl", undefined)).toBeNull();
+    expect(notWritableMessage("/s/a.jsonl", "ENOSPC")).toBeNull();
+  });
+});
+
+const isRoot = process.getuid?.() === 0;
+const hasRunuser = spawnSync("runuser", ["--version"]).status === 0;
+
+describe.skipIf(process.platform === "win32" || (isRoot && !hasRunuser))("a read-only session, as a user who may not write it", () => {
+  let cli: { bin: string; cleanup: () => void };
+  const tmp = makeTempDir("not-writable");
+  let n = 0;
+  beforeAll(() => {
+    cli = buildCli("not-writable");
+    chmodSync(tmp.dir, 0o755);
+  });
+  afterAll(() => {
+    cli?.cleanup();
+    tmp.cleanup();
+  });
+
+  /** `condense <args>` as `nobody` when root (root may write any file), else as this user; hermetic Pi folder. */
+  function condense(cwd: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+    const piDir = path.join(tmp.dir, `pi-${++n}`);
+    mkdirSync(piDir, { mode: 0o777 });
+    chmodSync(piDir, 0o777);
+    const command = isRoot ? ["runuser", "-u", "nobody", "--", process.execPath, cli.bin, ...args] : [process.execPath, cli.bin, ...args];
+    const env = { ...process.env, PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1", CONDENSE_NOW: "2026-01-01T00:00:00.000Z" };
+    const r = spawnSync(command[0], command.slice(1), { cwd, env, encoding: "utf8" });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  /** A folder with a copy of KIMCHI: the copy `fileMode`, the folder `dirMode`. */
+  function copy(fileMode: number, dirMode: number): { dir: string; file: string } {
+    const dir = path.join(tmp.dir, `case-${++n}`);
+    mkdirSync(dir);
+    const file = copyInto(dir, KIMCHI, "ro.jsonl");
+    chmodSync(file, fileMode);
+    chmodSync(dir, dirMode);
+    return { dir, file };
+  }
+
+  const cases = [
+    {
+      name: "the file is -r--r--r--",
+      fileMode: 0o444,
+      dirMode: 0o777,
+      message: (file: string) => `${file} is not writable (EACCES: permission denied); ${HINT}`,
+    },
+    {
+      name: "its folder is not writable",
+      fileMode: 0o666,
+      dirMode: 0o755,
+      message: (file: string, dir: string) =>
+        `${file} cannot be written: its folder ${dir} is not writable (EACCES: permission denied), and condense keeps its lock and journal beside the session; ${HINT}`,
+    },
+  ];
+  for (const c of cases) {
+    it(`${c.name}: run, run --json and compact refuse (exit 1, same bytes, no lock or journal); --dry-run reports it`, () => {
+      const { dir, file } = copy(c.fileMode, c.dirMode);
+      const before = readFileSync(file);
+      const expected = c.message(file, dir);
+      for (const args of [["ro.jsonl"], ["compact", "ro.jsonl"]]) {
+        const r = condense(dir, ...args);
+        expect([r.code, r.stdout, r.stderr]).toEqual([1, "", `error: ${expected}\n`]);
+      }
+      const json = condense(dir, "ro.jsonl", "--json");
+      expect(json.code).toBe(1);
+      expect(JSON.parse(json.stdout).failures).toEqual([{ session: file, error: expected }]);
+      for (const args of [
+        ["ro.jsonl", "--dry-run", "--json"],
+        ["compact", "ro.jsonl", "--dry-run", "--json"],
+      ]) {
+        const dry = condense(dir, ...args);
+        expect(dry.code, dry.stderr).toBe(0);
+        expect(JSON.parse(dry.stdout).sessions[0].wouldRefuse).toBe(expected);
+      }
+      const dry = condense(dir, "ro.jsonl", "--dry-run");
+      expect(dry.stderr).toContain(`warning: a real run would not write: ${expected}\n`);
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(readdirSync(dir)).toEqual(["ro.jsonl"]);
+    });
+  }
+
+  it("--output writes elsewhere, the read-only session untouched", () => {
+    const { dir, file } = copy(0o444, 0o777);
+    const before = readFileSync(file);
+    const out = path.join(dir, "out.jsonl");
+    const r = condense(dir, "ro.jsonl", "--output", out, "-q");
+    expect(r.code, r.stderr).toBe(0);
+    expect(readFileSync(out).subarray(0, before.length).equals(before)).toBe(true);
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+});
