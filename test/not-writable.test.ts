@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendOpenError, FileChangedError, notWritableMessage } from "../src/session/writer.js";
 import { buildCli } from "./built-cli.js";
-import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
+import { copyInto, makeTempDir, REPO_ROOT, SHARED_SESSIONS } from "./helpers.js";
 
 const KIMCHI = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
 const HINT = "nothing was written — use --output FILE to write the result to another file";
@@ -43,9 +43,24 @@ describe("the append's open error", () => {
 });
 
 const isRoot = process.getuid?.() === 0;
-const hasRunuser = spawnSync("runuser", ["--version"]).status === 0;
 
-describe.skipIf(process.platform === "win32" || (isRoot && !hasRunuser))("a read-only session, as a user who may not write it", () => {
+/**
+ * As root: whether `nobody` can run the checkout's CLI and reach the temporary folder (a checkout
+ * under a private home folder, or a private $TMPDIR, keeps it out — then these cases cannot run).
+ */
+function nobodyCanRun(): boolean {
+  if (spawnSync("runuser", ["--version"]).status !== 0) return false;
+  const probe = makeTempDir("not-writable-probe");
+  try {
+    chmodSync(probe.dir, 0o755);
+    const asNobody = (...args: string[]) => spawnSync("runuser", ["-u", "nobody", "--", ...args], { cwd: probe.dir }).status === 0;
+    return asNobody("test", "-x", probe.dir) && asNobody(process.execPath, path.join(REPO_ROOT, "bin", "condense.js"), "--version");
+  } finally {
+    probe.cleanup();
+  }
+}
+
+describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a read-only session, as a user who may not write it", () => {
   let cli: { bin: string; cleanup: () => void };
   const tmp = makeTempDir("not-writable");
   let n = 0;
