@@ -53,6 +53,25 @@ describe("a mistyped command", () => {
     expect(r.stderr).toBe('error: unknown command "rnu" — did you mean `condense run`? (No session goes by that name either.) See condense --help\n');
   });
 
+  it("is not suggested after an explicit run, nor for an id prefix that names several sessions", async () => {
+    const agent = path.join(tmp.dir, "typo-agent");
+    const folder = path.join(agent, "sessions", "--x--");
+    mkdirSync(folder, { recursive: true });
+    const env = { PI_CODING_AGENT_DIR: agent };
+    const explicit = await runCliWith(env, "run", "rnu");
+    expect([explicit.code, explicit.stderr]).toEqual([
+      2,
+      `error: rnu: no such file or directory, no glob match, and no session with that id in ${path.join(agent, "sessions")}\n`,
+    ]);
+    for (const id of ["runA1", "runB2"]) {
+      const header = { type: "session", version: 3, id, timestamp: "2026-01-01T00:00:00.000Z", cwd: "/x" };
+      writeFileSync(path.join(folder, `2026-01-01T00-00-00-000Z_${id}.jsonl`), `${JSON.stringify(header)}\n`);
+    }
+    const ambiguous = await runCliWith(env, "ru");
+    expect(ambiguous.code).toBe(2);
+    expect(ambiguous.stderr).toMatch(/^error: ru: session id prefix is ambiguous, 2 sessions match:\n/);
+  });
+
   it("an existing file of that name is still a session", async () => {
     const dir = path.join(tmp.dir, "named");
     mkdirSync(dir);

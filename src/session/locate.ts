@@ -283,7 +283,15 @@ async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string)
     const what = exact.length > 0 ? "session id" : "session id prefix";
     throw new UsageError(`${idOrPrefix}: ${what} is ambiguous, ${matches.length} sessions match:\n${list}`);
   }
-  throw new UsageError(`${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`);
+  throw new NoSuchSessionError(`${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`);
+}
+
+/** A session argument that names nothing: no file, no glob match, no session id or id prefix (exit 2). */
+export class NoSuchSessionError extends UsageError {
+  constructor(message: string) {
+    super(message);
+    this.name = "NoSuchSessionError";
+  }
 }
 
 /** How many headers {@link headerIds} reads at once. */

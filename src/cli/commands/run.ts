@@ -10,7 +10,7 @@ import { loadConfig } from "../../config/config.js";
 import type { RunFileResult, RunHooks } from "../../pipeline/run.js";
 import type { TargetChoice } from "../../pipeline/target.js";
 import type { FlushProgress } from "../../prune/flush.js";
-import { resolveSessionArgs } from "../../session/locate.js";
+import { NoSuchSessionError, resolveSessionArgs } from "../../session/locate.js";
 import { summarizerKind } from "../../summarize/select.js";
 import { UsageError } from "../../util/errors.js";
 import { type ArchiveOptions, type ArchiveSelection, ndjsonPrinter, selectFiles, withArchiveOptions } from "../archive.js";
@@ -176,12 +176,16 @@ async function condenseAll(
 }
 
 /**
- * The error for session arguments that resolve to nothing: when the first is not a path and reads
- * like a mistyped command (`condense metric`), say so instead of "no such session".
+ * The error for session arguments that resolve to nothing: when the first is not a path, names no
+ * session (an ambiguous id prefix is said as such) and reads like a mistyped command
+ * (`condense metric`, `condense rnu`), say so instead of "no such session". Not after an explicit
+ * `condense run`, whose arguments can only be sessions.
  */
 function mistypedCommand(program: Command, args: string[], error: unknown): unknown {
   const word = args[0];
-  if (!(error instanceof UsageError) || word === undefined || existsSync(word)) return error;
+  if (!(error instanceof NoSuchSessionError) || word === undefined || existsSync(word)) return error;
+  const typedRun = program.args.indexOf("run");
+  if (typedRun !== -1 && typedRun < program.args.lastIndexOf(word)) return error;
   const names = program.commands.map((c) => c.name());
   const meant = suggestCommand(word, names);
   if (!meant) return error;
