@@ -182,6 +182,9 @@ describe("no session argument: the session pi --continue opens", () => {
       expect([metrics.code, metrics.stderr]).toEqual([2, `${head}pass a session file, directory, glob or session id\n`]);
       // The session typed as a ref (`condense query t1 big.jsonl`) is named as the --session it was meant to be.
       writeFileSync(path.join(cwd, "big.jsonl"), `${JSON.stringify(hdr("b", cwd))}\n`);
+      mkdirSync(path.join(cwd, "d.jsonl"));
+      const folder = await runCli(["query", "t1", "d.jsonl"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
+      expect([folder.code, folder.stderr]).toEqual([2, `${head}name it with --session FILE|id\n`]);
       const typed = await runCli(["query", "t1", "big.jsonl"], { PI_CODING_AGENT_DIR: agent, NO_COLOR: "1" });
       expect([typed.code, typed.stderr]).toEqual([
         2,

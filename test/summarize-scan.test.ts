@@ -1,16 +1,14 @@
 /**
- * The deterministic summarizer's fast scans against the plain definitions they replace, output for
- * output: every string of every session in ../shared/sessions and fixtures/ (tool outputs,
- * arguments, prose), and seeded random texts built from the characters the patterns turn on.
- * A difference in one path, one kept line or one byte of a summary fails here.
+ * The deterministic summarizer's path scan (`filePaths`) against the one-regex search it replaces,
+ * output for output: every string of every session in ../shared/sessions and fixtures/ (tool
+ * outputs, arguments, prose), and seeded random texts built from the characters the pattern turns
+ * on. A difference in one path, or in their order, fails here.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { filePaths } from "../src/summarize/facts.js";
-import { SHARED_SESSIONS } from "./helpers.js";
-
-const FIXTURES = path.resolve(__dirname, "../fixtures");
+import { FIXTURES, SHARED_SESSIONS } from "./helpers.js";
 
 /** Every distinct string value of every JSON line of every session file (shared sessions when present, fixtures). */
 function corpus(): string[] {

@@ -82,18 +82,13 @@ export async function writeRefusal(
  * errors the same way should the answer change before it (writer.ts `appendOpenError`).
  */
 export async function notWritableRefusal(path: string): Promise<string | null> {
-  for (const [target, folder] of [
-    [path, undefined],
-    [dirname(path), dirname(path)],
-  ] as const) {
-    const code = await access(target, constants.W_OK).then(
+  const refused = (target: string) =>
+    access(target, constants.W_OK).then(
       () => undefined,
       (error: NodeJS.ErrnoException) => error.code,
     );
-    const refusal = notWritableMessage(path, code, folder);
-    if (refusal) return refusal;
-  }
-  return null;
+  const folder = dirname(path);
+  return notWritableMessage(path, await refused(path)) ?? notWritableMessage(path, await refused(folder), folder);
 }
 
 /**

@@ -135,7 +135,7 @@ async function saveImages(dir: string, writes: ImageWrite[], session: string, fo
 function currentSessionHint(error: unknown, named: string | undefined, refs: string[]): unknown {
   if (!(error instanceof UsageError)) return error;
   // `condense query t1 big.jsonl`: the session typed as a ref, where no session was found.
-  const typed = named === undefined ? refs.find((r) => r.endsWith(".jsonl") && existsSync(r)) : undefined;
+  const typed = named === undefined ? refs.find((r) => r.endsWith(".jsonl") && statSync(r, { throwIfNoEntry: false })?.isFile()) : undefined;
   if (typed !== undefined) return new UsageError(`${error.message}. ${typed} is a file given as a ref: did you mean --session ${typed}?`);
   const current = process.env.PI_SESSION_FILE;
   if (named === undefined || !current || !existsSync(current)) return error;
