@@ -2,7 +2,8 @@
  * A session this user cannot write (mode -r--r--r--, or a folder where the lock and journal cannot
  * be created): `run` and `compact` refuse before anything is written, saying so — not that the file
  * changed since it was read — exit 1, the bytes untouched, no lock or journal left; `--dry-run`
- * reports the same refusal (`wouldRefuse`). Root ignores mode bits, so the command runs as `nobody`
+ * reports the same refusal (`wouldRefuse`); `undo` refuses the same way, saying nothing was changed,
+ * and its `--dry-run` reports `wouldRefuse` too. Root ignores mode bits, so the command runs as `nobody`
  * (runuser) when the tests run as root; the error mapping of the append itself is tested directly.
  */
 import { spawnSync } from "node:child_process";
@@ -133,6 +134,54 @@ describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a 
       expect(dry.stderr).toContain(`warning: a real run would not write: ${expected}\n`);
       expect(readFileSync(file).equals(before)).toBe(true);
       expect(readdirSync(dir)).toEqual(["ro.jsonl"]);
+    });
+  }
+
+  const undoCases = [
+    {
+      name: "the file is -r--r--r--",
+      fileMode: 0o444,
+      dirMode: 0o777,
+      message: (file: string) => `${file} is not writable (EACCES: permission denied); nothing was changed`,
+    },
+    {
+      name: "its folder is not writable",
+      fileMode: 0o666,
+      dirMode: 0o755,
+      message: (file: string, dir: string) =>
+        `${file} cannot be written: its folder ${dir} is not writable (EACCES: permission denied), and condense keeps its lock and journal beside the session; nothing was changed`,
+    },
+  ];
+  for (const c of undoCases) {
+    it(`${c.name} after a run: undo refuses before any lock (exit 1, same bytes); --dry-run says what it would remove and wouldRefuse`, () => {
+      // Written in place while it could be (the undo record is this user's), then made read-only.
+      const { dir, file } = copy(0o666, 0o777);
+      const ran = condense(dir, "ro.jsonl", "--json");
+      expect(ran.code, ran.stderr).toBe(0);
+      const { entriesAppended, bytesAppended } = JSON.parse(ran.stdout).sessions[0];
+      chmodSync(file, c.fileMode);
+      chmodSync(dir, c.dirMode);
+      const before = readFileSync(file);
+      const expected = c.message(file, dir);
+      expect(condense(dir, "undo", "ro.jsonl")).toEqual({ code: 1, stdout: "", stderr: `error: ${expected}\n` });
+      const json = condense(dir, "undo", "ro.jsonl", "--json");
+      expect([json.code, JSON.parse(json.stdout)]).toEqual([1, { error: { message: expected, exitCode: 1 } }]);
+      const dryJson = condense(dir, "undo", "ro.jsonl", "--dry-run", "--json");
+      expect(dryJson.code, dryJson.stderr).toBe(0);
+      const doc = JSON.parse(dryJson.stdout);
+      expect([doc.dryRun, doc.entries, doc.bytes, doc.sizeBefore, doc.wouldRefuse]).toEqual([true, entriesAppended, bytesAppended, before.length, expected]);
+      // The write's time is the record's (the clock of the write, not CONDENSE_NOW).
+      const at = `${new Date(doc.committedAt).toISOString().slice(0, 19).replace("T", " ")} UTC`;
+      const n = (x: number) => x.toLocaleString("en-US");
+      expect(condense(dir, "undo", "ro.jsonl", "--dry-run")).toEqual({
+        code: 0,
+        stdout:
+          `would undo condense run of ${at} on ${file}: remove ${entriesAppended} entries ` +
+          `(${n(bytesAppended)} bytes; ${n(before.length)} → ${n(before.length - bytesAppended)} bytes)\n`,
+        stderr: `warning: a real undo would refuse: ${expected}\n`,
+      });
+      expect(readFileSync(file).equals(before)).toBe(true);
+      expect(readdirSync(dir)).toEqual(["ro.jsonl", "ro.jsonl.condense-undo"]);
     });
   }
 

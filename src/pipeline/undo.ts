@@ -17,7 +17,8 @@ import { sidecarsNamedElsewhere } from "../session/sidecar-refs.js";
 import { checkSessionOpen } from "../session/pi-running.js";
 import { settleJournal } from "../session/recover.js";
 import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, migrationBackupProblem, removeWrite, restoreMigrated } from "../session/undo.js";
-import { undoPath, type UndoRecord } from "../session/journal.js";
+import { type MigrationFacts, undoPath, type UndoRecord } from "../session/journal.js";
+import { notWritableRefusal } from "../session/commit.js";
 import { CondenseError, UsageError } from "../util/errors.js";
 
 export interface UndoOptions {
@@ -56,7 +57,15 @@ export interface UndoResult {
   restored: { backup: string; fromVersion: number; bytes: number } | null;
   /** Why a migrated session's original could not be put back (the entries are removed, the file stays v3). */
   restoreProblem?: string;
+  /**
+   * Dry runs only: the refusal the real undo would make because this user cannot write the session
+   * or its folder (session/commit.ts `notWritableRefusal`), as `run --dry-run` reports `wouldRefuse`.
+   */
+  wouldRefuse?: string;
 }
+
+/** How every refusal of `undo` ends. */
+const NOTHING_CHANGED = "nothing was changed";
 
 /** `2026-03-01 12:00:00 UTC` */
 const clock = (iso: string) => (Number.isFinite(Date.parse(iso)) ? `${new Date(iso).toISOString().slice(0, 19).replace("T", " ")} UTC` : iso);
@@ -77,7 +86,6 @@ function describeAfter(after: AppendedAfter): string {
  * already gone).
  */
 export function undoRefusal(path: string, last: LastWrite): string | null {
-  const nothing = "nothing was changed";
   switch (last.state) {
     case "intact":
     case "already-undone":
@@ -88,22 +96,26 @@ export function undoRefusal(path: string, last: LastWrite): string | null {
       const hint = backup ? `; the original of a --migrate is in ${backup} (\`mv ${shellWord(backup)} ${shellWord(path)}\` puts it back)` : "";
       // The records file is named only where it exists (a migrate that appended nothing leaves none).
       const records = existsSync(undoPath(path)) ? ` (the records of the last writes are kept in ${undoPath(path)})` : "";
-      return `${path}: no condense write to this session is recorded${records}; ${nothing}${hint}`;
+      return `${path}: no condense write to this session is recorded${records}; ${NOTHING_CHANGED}${hint}`;
     }
     case "replaced":
     case "changed":
-      return `${path}: cannot undo ${writeName(last.record)}: ${last.why}; ${nothing}`;
+      return `${path}: cannot undo ${writeName(last.record)}: ${last.why}; ${NOTHING_CHANGED}`;
     case "appended-after":
       return (
         `${path}: cannot undo ${writeName(last.record)}: ${describeAfter(last.after)} ${last.after.entries.length === 1 ? "was" : "were"} appended after its ` +
         `${last.record.entryIds.length} entries (from byte ${last.record.postSize.toLocaleString("en-US")}), and undo only removes condense's own bytes at ` +
-        `the end of the file; ${nothing}. If Pi wrote them from before condense's entries, those are already off Pi's branch (condense run applies them again)`
+        `the end of the file; ${NOTHING_CHANGED}. If Pi wrote them from before condense's entries, those are already off Pi's branch (condense run applies them again)`
       );
   }
 }
 
 /**
- * Undo the last write to one session (see the module comment).
+ * Undo the last write to one session (see the module comment). A session this user may not write
+ * — the file, or its folder, where the lock goes — is refused before the lock is taken
+ * (session/commit.ts `notWritableRefusal`, the check of `run` and `compact`); a dry run reports that
+ * refusal as `wouldRefuse` instead, inspecting the file without the lock (and without settling an
+ * interrupted write, which would need writing).
  * @throws UsageError (exit 2) when the file cannot be read; CondenseError (exit 1) for every refusal,
  *   naming why; FileLockedError (exit 1) while another condense holds the session
  */
@@ -111,50 +123,16 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
   const path = await realpath(file).catch(() => {
     throw new UsageError(`${file}: cannot read: no such file`);
   });
+  const notWritable = await notWritableRefusal(path, NOTHING_CHANGED);
+  if (notWritable && !options.dryRun) throw new CondenseError(notWritable, 1);
+  if (notWritable) return { ...(await planUndo(path, options)).result, wouldRefuse: notWritable };
   return withSessionLock(
     path,
     async (lock) => {
       settleJournal(path);
-      const last = inspectLastWrite(path);
-      const refusal = undoRefusal(path, last);
-      if (refusal) throw new CondenseError(refusal, 1);
-      if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
-      if (!options.force && last.state === "intact") await refuseWhileOpen(path);
-      const { record } = last;
-      const created = record.sidecars.filter((s) => s.created).map((s) => s.path);
-      const header = await peekHeader(path).catch(() => null);
-      const namedBy = typeof header?.id === "string" ? await sidecarsNamedElsewhere(path, header.id, created) : new Map<string, string>();
-      const result: UndoResult = {
-        session: path,
-        dryRun: options.dryRun,
-        op: record.op,
-        writeId: record.writeId,
-        startedAt: record.startedAt,
-        committedAt: record.committedAt,
-        entries: record.entryIds.length,
-        bytes: record.length,
-        sizeBefore: last.state === "intact" ? last.size : record.preSize,
-        sizeAfter: record.preSize,
-        sidecars: created.filter((p) => !namedBy.has(p)),
-        keptSidecars: [...namedBy].map(([p, by]) => ({ path: p, namedBy: by })),
-        finished: last.state === "already-undone",
-        earlier: earlierWrites(path, record),
-        restored: null,
-      };
-      // After `--migrate`: the original bytes back from the backup, when it still holds them.
-      const migration = last.state === "intact" ? record.migration : undefined;
-      const problem = migration ? migrationBackupProblem(migration) : null;
-      if (migration && problem) result.restoreProblem = `the v${migration.fromVersion} original cannot be put back: ${problem}; the file stays v3`;
-      // An undo that put the original back and stopped before dropping the record: finished here.
-      const restore = migration && !problem ? migration : last.state === "already-undone" && last.restored ? record.migration : undefined;
-      if (restore) {
-        result.restored = { backup: restore.backup, fromVersion: restore.fromVersion, bytes: restore.bytes };
-        result.sizeAfter = restore.bytes;
-        if (result.finished) result.sizeBefore = restore.bytes;
-      }
+      const { result, record, restore, keep } = await planUndo(path, options);
       if (options.dryRun) return result;
       lock.assertHeld();
-      const keep = new Set(namedBy.keys());
       if (restore && !result.finished) restoreMigrated(path, record, restore, result.sizeBefore, keep);
       // Finishing: nothing to truncate (the file is its size before, or the original is back).
       else removeWrite(path, record, result.finished ? record.preSize : result.sizeBefore, keep);
@@ -162,6 +140,55 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
     },
     "undo",
   );
+}
+
+/**
+ * What undoing the last write would do: the result as reported, the record, the migration to put
+ * back (if any) and the sidecars to keep (another session file names them); nothing is changed.
+ * @throws CondenseError (exit 1) for every refusal (undoRefusal, {@link refuseWhileOpen})
+ */
+async function planUndo(
+  path: string,
+  options: UndoOptions,
+): Promise<{ result: UndoResult; record: UndoRecord; restore: MigrationFacts | undefined; keep: Set<string> }> {
+  const last = inspectLastWrite(path);
+  const refusal = undoRefusal(path, last);
+  if (refusal) throw new CondenseError(refusal, 1);
+  if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
+  if (!options.force && last.state === "intact") await refuseWhileOpen(path);
+  const { record } = last;
+  const created = record.sidecars.filter((s) => s.created).map((s) => s.path);
+  const header = await peekHeader(path).catch(() => null);
+  const namedBy = typeof header?.id === "string" ? await sidecarsNamedElsewhere(path, header.id, created) : new Map<string, string>();
+  const result: UndoResult = {
+    session: path,
+    dryRun: options.dryRun,
+    op: record.op,
+    writeId: record.writeId,
+    startedAt: record.startedAt,
+    committedAt: record.committedAt,
+    entries: record.entryIds.length,
+    bytes: record.length,
+    sizeBefore: last.state === "intact" ? last.size : record.preSize,
+    sizeAfter: record.preSize,
+    sidecars: created.filter((p) => !namedBy.has(p)),
+    keptSidecars: [...namedBy].map(([p, by]) => ({ path: p, namedBy: by })),
+    finished: last.state === "already-undone",
+    earlier: earlierWrites(path, record),
+    restored: null,
+  };
+  // After `--migrate`: the original bytes back from the backup, when it still holds them.
+  const migration = last.state === "intact" ? record.migration : undefined;
+  const problem = migration ? migrationBackupProblem(migration) : null;
+  if (migration && problem) result.restoreProblem = `the v${migration.fromVersion} original cannot be put back: ${problem}; the file stays v3`;
+  // An undo that put the original back and stopped before dropping the record: finished here.
+  const restore = migration && !problem ? migration : last.state === "already-undone" && last.restored ? record.migration : undefined;
+  if (restore) {
+    result.restored = { backup: restore.backup, fromVersion: restore.fromVersion, bytes: restore.bytes };
+    result.sizeAfter = restore.bytes;
+    if (result.finished) result.sizeBefore = restore.bytes;
+  }
+  return { result, record, restore, keep: new Set(namedBy.keys()) };
 }
 
 /**

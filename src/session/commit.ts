@@ -80,15 +80,17 @@ export async function writeRefusal(
  * the kernel (mode bits, ACLs, a read-only mount) without opening anything. `--force` does not
  * lift it; `--output` does not need it (the session is only read then). The append maps the same
  * errors the same way should the answer change before it (writer.ts `appendOpenError`).
+ * @param outcome how the message ends (writer.ts {@link notWritableMessage}; default: the `--output`
+ *   hint of `run` and `compact`)
  */
-export async function notWritableRefusal(path: string): Promise<string | null> {
+export async function notWritableRefusal(path: string, outcome?: string): Promise<string | null> {
   const refused = (target: string) =>
     access(target, constants.W_OK).then(
       () => undefined,
       (error: NodeJS.ErrnoException) => error.code,
     );
   const folder = dirname(path);
-  return notWritableMessage(path, await refused(path)) ?? notWritableMessage(path, await refused(folder), folder);
+  return notWritableMessage(path, await refused(path), undefined, outcome) ?? notWritableMessage(path, await refused(folder), folder, outcome);
 }
 
 /**

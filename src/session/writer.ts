@@ -52,20 +52,24 @@ export class FileChangedError extends CondenseError {
 /** errno codes that say the user may not write there (mode bits or ACLs, an immutable file, a read-only mount), not that the file changed. */
 const NOT_WRITABLE_CODES: Record<string, string> = { EACCES: "permission denied", EPERM: "operation not permitted", EROFS: "read-only file system" };
 
+/** How `run` and `compact` end a not-writable refusal: both take `--output`, which only reads the session. */
+export const NOT_WRITTEN_USE_OUTPUT = "nothing was written — use --output FILE to write the result to another file";
+
 /**
  * The refusal for a session this user cannot write, or null when `code` is no such errno code
  * (see NOT_WRITABLE_CODES). `folder`: the session's folder is the one refused (condense creates its
- * lock, journal and sidecars beside the session). The `--output` hint is for `run` and `compact`,
- * the commands that append (both take `--output`, which only reads the session).
+ * lock, journal and sidecars beside the session). `outcome` ends the message: by default the
+ * `--output` hint of `run` and `compact` ({@link NOT_WRITTEN_USE_OUTPUT}); `undo`, which has no
+ * `--output`, says `nothing was changed`.
  */
-export function notWritableMessage(path: string, code: string | undefined, folder?: string): string | null {
+export function notWritableMessage(path: string, code: string | undefined, folder?: string, outcome: string = NOT_WRITTEN_USE_OUTPUT): string | null {
   const why = code === undefined ? undefined : NOT_WRITABLE_CODES[code];
   if (why === undefined) return null;
   const what =
     folder === undefined
       ? `is not writable (${code}: ${why})`
       : `cannot be written: its folder ${folder} is not writable (${code}: ${why}), and condense keeps its lock and journal beside the session`;
-  return `${path} ${what}; nothing was written — use --output FILE to write the result to another file`;
+  return `${path} ${what}; ${outcome}`;
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
  * `condense undo <session>`: remove the entries and sidecars of the last `run` or `compact` that
  * wrote to the session in place, when nothing was appended after them (pipeline/undo.ts); otherwise
- * refuse and say why (exit 1). `--dry-run` says what would be removed; `--json` prints one document
+ * refuse and say why (exit 1). `--dry-run` says what would be removed (and warns when the real undo
+ * would refuse a session this user cannot write: `wouldRefuse`); `--json` prints one document
  * (`condense.undo/1`, docs/json-schemas.md). Each call undoes one write; earlier ones, one by one.
  */
 import type { Command } from "commander";
@@ -44,6 +45,7 @@ export function registerUndo(program: Command, _exit: ExitState): void {
       return;
     }
     out.print(undoLine(result));
+    if (result.wouldRefuse) out.warn(`a real undo would refuse: ${result.wouldRefuse}`);
   });
 }
 
