@@ -92,7 +92,7 @@ describe("condense render", () => {
     ]);
   });
 
-  it("--stats --format json prints the sizes as JSON", async () => {
+  it("--stats --format json (and --stats --json) prints the sizes as JSON", async () => {
     const r = await runCli(["render", fixture("failed-write-30kb-args"), "--stats", "--format", "json"]);
     const doc = JSON.parse(r.stdout);
     expect(Object.keys(doc)).toEqual(["session", "label", "dryRun", "as", "context", "stats"]);
@@ -104,6 +104,11 @@ describe("condense render", () => {
       ["chain-range-prune", 76],
       ["orphan-sweep", 76],
     ]);
+    // --json with --stats: the same sizes document, byte for byte (not the whole render of --json alone).
+    const json = await runCli(["render", fixture("failed-write-30kb-args"), "--stats", "--json"]);
+    expect([json.code, json.stdout]).toEqual([0, r.stdout]);
+    const whole = await runCli(["render", fixture("failed-write-30kb-args"), "--json"]);
+    expect(Object.keys(JSON.parse(whole.stdout))).toEqual(["session", "label", "dryRun", "as", "target", "context", "messages", "stats", "diagnostics"]);
   });
 
   it("--dry-run renders the session as run would leave it and writes nothing", async () => {

@@ -100,11 +100,12 @@ export function registerRender(program: Command, _exit: ExitState): void {
       const stats = renderStats(rendered);
       const label = sessionLabel(session);
       const head = { session: session.path, label, dryRun: !!options.dryRun, as };
-      if (options.json) {
+      // --stats asks for the sizes only: `--stats --json` is `--stats --format json`; `--json` alone, the whole render.
+      if (options.json && !options.stats) {
         out.printJson({ ...head, target: runFor.target, context, messages: rendered.after, stats, diagnostics: rendered.diagnostics });
         return;
       }
-      if (options.format === "json") out.printJson({ ...head, context, stats });
+      if (options.json || options.format === "json") out.printJson({ ...head, context, stats });
       else out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
     else out.printPieces(transcriptPieces(rendered.afterAgent, out.c));
