@@ -313,6 +313,17 @@ describe("Pi's auto-compaction at a request without tool calls: one place for bu
     expect(text.trimEnd().split("\n").at(-1)?.trim()).toBe("C");
   });
 
+  it("the turn table says Pi compacts at turn 174: `compacts` in the narrow layout, `compacts (threshold)` in the wide one", async () => {
+    const rowOf = (text: string) => text.split("\n").find((l) => /^ 174 /.test(l));
+    const narrow = (await runCliWith({ COLUMNS: "80" }, "budget", file, "--no-chart")).stdout;
+    expect(narrow).toContain("\nturn   tokens   window  fraction  Δ pts  fires   Pi ~tokens  Pi\n");
+    expect(rowOf(narrow)).toBe(" 174  183,699  200,000     91.8%   +0.6  budget     183,631  compacts");
+    const wide = (await runCliWith({ COLUMNS: "200" }, "budget", file, "--no-chart")).stdout;
+    expect(rowOf(wide)).toBe(
+      " 174  87db6c2e   448  anthropic/claude-opus-4-5  183,699  200,000  147,000     91.8%   +0.6  budget     183,631  compacts (threshold)",
+    );
+  });
+
   it("report says the same turn (not `turn —`), in its table and its JSON", async () => {
     const json = JSON.parse((await runCli("report", file, "--json")).stdout);
     expect(json.sessions[0].budget.summary.piCompactions).toEqual([place]);

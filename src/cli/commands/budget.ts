@@ -121,7 +121,8 @@ function rowCells(r: PiCompactionRow, compact: boolean): string[] {
     signedPct(r.delta),
     r.evaluated ? r.trigger : compact ? "—" : "(not evaluated)",
     fmt(r.piTokens),
-    r.piCompaction ? (compact ? r.piCompaction : `compacts (${r.piCompaction})`) : "",
+    // Pi compacts here: why (before a request over the level, or after an overflow) where there is room; the summary line says it too.
+    r.piCompaction ? (compact ? "compacts" : `compacts (${r.piCompaction})`) : "",
   ];
 }
 
