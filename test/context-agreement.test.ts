@@ -76,7 +76,7 @@ for (const extension of ["off", "on"] as const) {
       }
       const as = extension === "on" ? "extension" : "pi-only";
       const used = extension === "on" ? "extension" : "pi";
-      const render: { as: string; target: Target; context: { before: Size; after: Size } } = await json("render", copy, "--stats", "--format", "json");
+      const render: { as: string; context: { before: Size; after: Size } } = await json("render", copy, "--stats", "--format", "json");
       expect(render.as).toBe(as);
       const expected = render.context;
       expect(expected.after.tokens).toBeLessThanOrEqual(expected.before.tokens);
