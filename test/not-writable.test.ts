@@ -76,11 +76,16 @@ describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a 
 
   /** `condense <args>` as `nobody` when root (root may write any file), else as this user; hermetic Pi folder. */
   function condense(cwd: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
+    return condenseWith({}, cwd, ...args);
+  }
+
+  /** {@link condense} with more environment variables (a fault point of the crash tests). */
+  function condenseWith(extra: Record<string, string>, cwd: string, ...args: string[]): { code: number | null; stdout: string; stderr: string } {
     const piDir = path.join(tmp.dir, `pi-${++n}`);
     mkdirSync(piDir, { mode: 0o777 });
     chmodSync(piDir, 0o777);
     const command = isRoot ? ["runuser", "-u", "nobody", "--", process.execPath, cli.bin, ...args] : [process.execPath, cli.bin, ...args];
-    const env = { ...process.env, PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1", CONDENSE_NOW: "2026-01-01T00:00:00.000Z" };
+    const env = { ...process.env, PI_CODING_AGENT_DIR: piDir, NO_COLOR: "1", CONDENSE_NOW: "2026-01-01T00:00:00.000Z", ...extra };
     const r = spawnSync(command[0], command.slice(1), { cwd, env, encoding: "utf8" });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr };
   }
@@ -184,6 +189,26 @@ describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a 
       expect(readdirSync(dir)).toEqual(["ro.jsonl", "ro.jsonl.condense-undo"]);
     });
   }
+
+  it("an interrupted write pending on a read-only session: undo --dry-run cannot say what undo would remove, and says why (exit 1, nothing changed)", () => {
+    const { dir, file } = copy(0o666, 0o777);
+    // Killed after appending, before committing: the journal stays beside the session.
+    condenseWith({ CONDENSE_TEST_FAULT: "step:appended" }, dir, "ro.jsonl", "-q");
+    expect(readdirSync(dir).sort()).toEqual(["ro.jsonl", "ro.jsonl.condense-journal", "ro.jsonl.lock"]);
+    chmodSync(file, 0o444);
+    const before = readFileSync(file);
+    const expected =
+      `${file} is not writable (EACCES: permission denied); nothing was changed, and a dry run cannot say what undo would remove: ` +
+      `an interrupted condense run write is pending (${file}.condense-journal), and only settling it, which needs write access, decides which of its bytes stay`;
+    expect(condense(dir, "undo", "ro.jsonl", "--dry-run")).toEqual({ code: 1, stdout: "", stderr: `error: ${expected}\n` });
+    expect(condense(dir, "undo", "ro.jsonl")).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: `error: ${file} is not writable (EACCES: permission denied); nothing was changed\n`,
+    });
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readdirSync(dir).sort()).toEqual(["ro.jsonl", "ro.jsonl.condense-journal", "ro.jsonl.lock"]);
+  });
 
   it("--output writes elsewhere, the read-only session untouched", () => {
     const { dir, file } = copy(0o444, 0o777);

@@ -17,7 +17,7 @@ import { sidecarsNamedElsewhere } from "../session/sidecar-refs.js";
 import { checkSessionOpen } from "../session/pi-running.js";
 import { settleJournal } from "../session/recover.js";
 import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, migrationBackupProblem, removeWrite, restoreMigrated } from "../session/undo.js";
-import { type MigrationFacts, undoPath, type UndoRecord } from "../session/journal.js";
+import { journalPath, type MigrationFacts, readJournal, undoPath, type UndoRecord } from "../session/journal.js";
 import { notWritableRefusal } from "../session/commit.js";
 import { CondenseError, UsageError } from "../util/errors.js";
 
@@ -114,8 +114,8 @@ export function undoRefusal(path: string, last: LastWrite): string | null {
  * Undo the last write to one session (see the module comment). A session this user may not write
  * — the file, or its folder, where the lock goes — is refused before the lock is taken
  * (session/commit.ts `notWritableRefusal`, the check of `run` and `compact`); a dry run reports that
- * refusal as `wouldRefuse` instead, inspecting the file without the lock (and without settling an
- * interrupted write, which would need writing).
+ * refusal as `wouldRefuse` instead, inspecting the file without the lock — unless an interrupted
+ * write is pending, which only settling (a write) resolves: then the dry run refuses too, saying so.
  * @throws UsageError (exit 2) when the file cannot be read; CondenseError (exit 1) for every refusal,
  *   naming why; FileLockedError (exit 1) while another condense holds the session
  */
@@ -125,7 +125,12 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
   });
   const notWritable = await notWritableRefusal(path, NOTHING_CHANGED);
   if (notWritable && !options.dryRun) throw new CondenseError(notWritable, 1);
-  if (notWritable) return { ...(await planUndo(path, options)).result, wouldRefuse: notWritable };
+  if (notWritable) {
+    // Settling an interrupted write needs writing; until then no one can say what undo would remove.
+    const pending = readJournal(path);
+    if (pending) throw new CondenseError(`${notWritable}, and a dry run cannot say what undo would remove: ${pendingWrite(path, pending.op)}`, 1);
+    return { ...(await planUndo(path, options)).result, wouldRefuse: notWritable };
+  }
   return withSessionLock(
     path,
     async (lock) => {
@@ -141,6 +146,14 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
     "undo",
   );
 }
+
+/**
+ * Why a dry run cannot describe the undo of a session it may not write: an interrupted write's
+ * journal is beside it, and which of its bytes stay is decided only by settling it (session/recover.ts
+ * `settleJournal`), which writes.
+ */
+const pendingWrite = (path: string, op: string) =>
+  `an interrupted condense ${op} write is pending (${journalPath(path)}), and only settling it, which needs write access, decides which of its bytes stay`;
 
 /**
  * What undoing the last write would do: the result as reported, the record, the migration to put
