@@ -244,6 +244,57 @@ describe("an undo killed after its truncation", () => {
   });
 });
 
+describe("undo with an interrupted write beside the session settles it first and says so", () => {
+  let cli: ReturnType<typeof buildCli>;
+  beforeAll(() => {
+    cli = buildCli("undo-settle");
+  }, 120_000);
+  afterAll(() => cli?.cleanup());
+
+  /** A copy of a shared session, then `condense run` on it killed at `fault`. */
+  function interrupted(name: string, fault: string): { file: string; original: Buffer } {
+    const dir = path.join(tmp.dir, name);
+    mkdirSync(dir);
+    const file = path.join(dir, "t.jsonl");
+    copyFileSync(path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), file);
+    const original = readFileSync(file);
+    const killed = spawnSync(process.execPath, [cli.bin, "run", file, "-q"], { env: { ...process.env, ...env, CONDENSE_TEST_FAULT: fault }, encoding: "utf8" });
+    expect(killed.signal).toBe("SIGKILL");
+    return { file, original };
+  }
+
+  it("a torn write is rolled back; the refusal says that is all that changed", async () => {
+    const { file, original } = interrupted("settle-torn", "append:5000");
+    expect(statSync(file).size).toBe(original.length + 5000);
+    const u = await runCli(["undo", file], env);
+    expect([u.code, u.stdout, u.stderr]).toEqual([
+      1,
+      "",
+      `error: ${file}: no condense write to this session is recorded; nothing else was changed ` +
+        "(an interrupted condense run write was rolled back (5000 bytes removed); the file is as before it)\n",
+    ]);
+    expect(readFileSync(file).equals(original)).toBe(true);
+  });
+
+  it("a complete write that was not confirmed is kept, then undone, with a warning (--json: settled)", async () => {
+    const kept = "a condense run write that was not confirmed is complete; kept";
+    const first = interrupted("settle-complete", "step:appended");
+    const u = await runCli(["undo", first.file], env);
+    expect([u.code, u.stderr]).toEqual([0, `warning: ${first.file}: ${kept}\n`]);
+    expect(u.stdout).toMatch(/^undid condense run of .* on .*t\.jsonl: removed \d+ entries/);
+    expect(readFileSync(first.file).equals(first.original)).toBe(true);
+    // A dry run settles it too (as every command does) and says so; the undo after it has nothing to settle.
+    const second = interrupted("settle-complete-dry", "step:appended");
+    const dry = await runCli(["undo", second.file, "--dry-run", "--json"], env);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout).settled).toBe(kept);
+    const after = await runCli(["undo", second.file, "--json"], env);
+    expect(after.code, after.stderr).toBe(0);
+    expect(JSON.parse(after.stdout).settled).toBeUndefined();
+    expect(readFileSync(second.file).equals(second.original)).toBe(true);
+  });
+});
+
 describe("undo after --migrate puts back the v1/v2 original byte for byte", () => {
   const V1 = path.join(SHARED_SESSIONS, "pimono-custom-tool-session.v1.jsonl");
   const V2 = path.join(FIXTURES, "v2-hookmessage.jsonl");

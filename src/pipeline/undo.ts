@@ -58,6 +58,11 @@ export interface UndoResult {
   /** Why a migrated session's original could not be put back (the entries are removed, the file stays v3). */
   restoreProblem?: string;
   /**
+   * What settling an interrupted write found before the undo (session/recover.ts `settleJournal`:
+   * `an interrupted condense run write was rolled back (5000 bytes removed); …`), when there was one.
+   */
+  settled?: string;
+  /**
    * Dry runs only: the refusal the real undo would make because this user cannot write the session
    * or its folder (session/commit.ts `notWritableRefusal`), as `run --dry-run` reports `wouldRefuse`.
    */
@@ -84,8 +89,9 @@ function describeAfter(after: AppendedAfter): string {
 /**
  * Why the last write cannot be undone, or null when it can (its bytes are intact and last, or
  * already gone).
+ * @param outcome how a refusal says what happened to the file (default `nothing was changed`)
  */
-export function undoRefusal(path: string, last: LastWrite): string | null {
+export function undoRefusal(path: string, last: LastWrite, outcome: string = NOTHING_CHANGED): string | null {
   switch (last.state) {
     case "intact":
     case "already-undone":
@@ -96,16 +102,16 @@ export function undoRefusal(path: string, last: LastWrite): string | null {
       const hint = backup ? `; the original of a --migrate is in ${backup} (\`mv ${shellWord(backup)} ${shellWord(path)}\` puts it back)` : "";
       // The records file is named only where it exists (a migrate that appended nothing leaves none).
       const records = existsSync(undoPath(path)) ? ` (the records of the last writes are kept in ${undoPath(path)})` : "";
-      return `${path}: no condense write to this session is recorded${records}; ${NOTHING_CHANGED}${hint}`;
+      return `${path}: no condense write to this session is recorded${records}; ${outcome}${hint}`;
     }
     case "replaced":
     case "changed":
-      return `${path}: cannot undo ${writeName(last.record)}: ${last.why}; ${NOTHING_CHANGED}`;
+      return `${path}: cannot undo ${writeName(last.record)}: ${last.why}; ${outcome}`;
     case "appended-after":
       return (
         `${path}: cannot undo ${writeName(last.record)}: ${describeAfter(last.after)} ${last.after.entries.length === 1 ? "was" : "were"} appended after its ` +
         `${last.record.entryIds.length} entries (from byte ${last.record.postSize.toLocaleString("en-US")}), and undo only removes condense's own bytes at ` +
-        `the end of the file; ${NOTHING_CHANGED}. If Pi wrote them from before condense's entries, those are already off Pi's branch (condense run applies them again)`
+        `the end of the file; ${outcome}. If Pi wrote them from before condense's entries, those are already off Pi's branch (condense run applies them again)`
       );
   }
 }
@@ -134,8 +140,11 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
   return withSessionLock(
     path,
     async (lock) => {
-      settleJournal(path);
-      const { result, record, restore, keep } = await planUndo(path, options);
+      // An interrupted write is settled first (as every command does); a refusal then says what that changed.
+      const settled = settleJournal(path);
+      const outcome = settled.removedBytes > 0 ? `nothing else was changed (${settled.message})` : NOTHING_CHANGED;
+      const { result, record, restore, keep } = await planUndo(path, options, outcome);
+      if (settled.state !== "none") result.settled = settled.message;
       if (options.dryRun) return result;
       lock.assertHeld();
       if (restore && !result.finished) restoreMigrated(path, record, restore, result.sizeBefore, keep);
@@ -163,9 +172,10 @@ const pendingWrite = (path: string, op: string) =>
 async function planUndo(
   path: string,
   options: UndoOptions,
+  outcome: string = NOTHING_CHANGED,
 ): Promise<{ result: UndoResult; record: UndoRecord; restore: MigrationFacts | undefined; keep: Set<string> }> {
   const last = inspectLastWrite(path);
-  const refusal = undoRefusal(path, last);
+  const refusal = undoRefusal(path, last, outcome);
   if (refusal) throw new CondenseError(refusal, 1);
   if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
   if (!options.force && last.state === "intact") await refuseWhileOpen(path);

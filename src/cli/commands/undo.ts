@@ -44,6 +44,7 @@ export function registerUndo(program: Command, _exit: ExitState): void {
       out.printJson({ schema: UNDO_SCHEMA, ...result });
       return;
     }
+    if (result.settled) out.warn(`${result.session}: ${result.settled}`);
     out.print(undoLine(result));
     if (result.wouldRefuse) out.warn(`a real undo would refuse: ${result.wouldRefuse}`);
   });
