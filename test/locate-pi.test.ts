@@ -350,6 +350,24 @@ describe("arguments that name no session", () => {
     symlinkSync(real, path.join(archive, "linked.jsonl"));
     symlinkSync(path.join(cwd, "store"), path.join(archive, "linked-folder"));
     symlinkSync(path.join(cwd, "missing.jsonl"), path.join(archive, "dangling.jsonl"));
-    expect(jsonlFilesBelow(archive)).toEqual([path.join(archive, "linked.jsonl")]);
+    expect(jsonlFilesBelow(archive)).toEqual({ files: [path.join(archive, "linked.jsonl")], unlisted: [] });
+  });
+
+  it("a loop of symbolic links names no session in a folder; named itself, it cannot be read (ELOOP), and Pi's folder with one still finds ids", async () => {
+    const { cwd, env } = world();
+    const archive = path.join(cwd, "loops");
+    const real = session(archive, "a.jsonl", hdr("0199c0de-aaaa", cwd), 1_700_000_000);
+    symlinkSync(path.join(archive, "l2.jsonl"), path.join(archive, "l1.jsonl"));
+    symlinkSync(path.join(archive, "l1.jsonl"), path.join(archive, "l2.jsonl"));
+    expect(jsonlFilesBelow(archive)).toEqual({ files: [real], unlisted: [] });
+    expect(await resolveSessionArgs(["loops"], { cwd, env: {} })).toEqual([real]);
+    await expect(resolveSessionArgs(["loops/l1.jsonl"], { cwd, env: {} })).rejects.toThrow("loops/l1.jsonl: cannot read: a loop of symbolic links (ELOOP)");
+    const sessions = path.join(env.PI_CODING_AGENT_DIR as string, "sessions");
+    mkdirSync(sessions, { recursive: true });
+    symlinkSync(path.join(sessions, "l2.jsonl"), path.join(sessions, "l1.jsonl"));
+    symlinkSync(path.join(sessions, "l1.jsonl"), path.join(sessions, "l2.jsonl"));
+    await expect(resolveSessionArgs(["typo.jsonl"], { cwd, env })).rejects.toThrow(
+      `typo.jsonl: no such file or directory, no glob match, and no session with that id in ${sessions}`,
+    );
   });
 });

@@ -210,6 +210,36 @@ describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a 
     expect(readdirSync(dir).sort()).toEqual(["ro.jsonl", "ro.jsonl.condense-journal", "ro.jsonl.lock"]);
   });
 
+  it("a folder this user may not list: naming it or a file in it says so (exit 2); in an archive it is one failure, the rest measured", () => {
+    const dir = path.join(tmp.dir, `case-${++n}`);
+    mkdirSync(path.join(dir, "arch", "ok"), { recursive: true });
+    mkdirSync(path.join(dir, "arch", "priv"));
+    const ok = copyInto(path.join(dir, "arch", "ok"), KIMCHI, "a.jsonl");
+    copyInto(path.join(dir, "arch", "priv"), KIMCHI, "b.jsonl");
+    const priv = path.join(dir, "arch", "priv");
+    for (const d of [dir, path.join(dir, "arch"), path.join(dir, "arch", "ok")]) chmodSync(d, 0o755);
+    chmodSync(priv, 0o000);
+    try {
+      const metrics = condense(dir, "metrics", "arch", "--json", "--quiet");
+      expect(metrics.code).toBe(1);
+      const doc = JSON.parse(metrics.stdout);
+      expect(doc.sessions.map((s: { session: string }) => s.session)).toEqual([ok]);
+      expect(doc.failures).toEqual([{ session: priv, error: `${priv}: cannot read: permission denied (EACCES)` }]);
+      expect(condense(dir, "render", "arch/priv/b.jsonl")).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: "error: arch/priv/b.jsonl: cannot read: permission denied (EACCES)\n",
+      });
+      expect(condense(dir, "render", "arch/priv")).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: "error: arch/priv: cannot list the folder: permission denied (EACCES)\n",
+      });
+    } finally {
+      chmodSync(priv, 0o755);
+    }
+  });
+
   it("--output writes elsewhere, the read-only session untouched", () => {
     const { dir, file } = copy(0o444, 0o777);
     const before = readFileSync(file);

@@ -4,7 +4,7 @@
  * Pi's sessions folder; no argument means the session Pi's bash tool names in `$PI_SESSION_FILE`
  * (inside Pi), else the most recent session of the current directory, the one `pi --continue` would open.
  */
-import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
+import { type Dirent, existsSync, readdirSync, realpathSync, type Stats, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
@@ -35,20 +35,39 @@ export function cwdFolderName(cwd: string): string {
 /**
  * Every `*.jsonl` file below `dir`, sorted by path: regular files and symbolic links to regular
  * files (Pi lists a session folder by name and follows links); linked folders are not entered, so
- * a link cycle cannot loop.
+ * a link cycle cannot loop, and a link that leads nowhere (a missing target, a loop of links, a
+ * target this user may not reach) names no file. A subfolder this user may not list is in
+ * `unlisted` (path and errno code), so that a command over many sessions reports it and goes on.
+ * @throws the error of listing `dir` itself (EACCES, ENOTDIR, …)
  */
-export function jsonlFilesBelow(dir: string): string[] {
-  const out: string[] = [];
+export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: { path: string; code: string }[] } {
+  const files: string[] = [];
+  const unlisted: { path: string; code: string }[] = [];
+  const isFileBehindLink = (full: string) => {
+    try {
+      return statSync(full, { throwIfNoEntry: false })?.isFile() === true;
+    } catch {
+      return false; // ELOOP, EACCES: no file to read there
+    }
+  };
   const walk = (d: string) => {
-    for (const name of readdirSync(d, { withFileTypes: true })) {
+    let names: Dirent[];
+    try {
+      names = readdirSync(d, { withFileTypes: true });
+    } catch (error) {
+      if (d === dir) throw error;
+      unlisted.push({ path: d, code: (error as NodeJS.ErrnoException).code ?? "EIO" });
+      return;
+    }
+    for (const name of names) {
       const full = join(d, name.name);
       if (name.isDirectory()) walk(full);
       else if (!name.name.endsWith(".jsonl")) continue;
-      else if (name.isFile() || (name.isSymbolicLink() && statSync(full, { throwIfNoEntry: false })?.isFile())) out.push(full);
+      else if (name.isFile() || (name.isSymbolicLink() && isFileBehindLink(full))) files.push(full);
     }
   };
   walk(dir);
-  return out.sort();
+  return { files: files.sort(), unlisted: unlisted.sort((a, b) => (a.path < b.path ? -1 : 1)) };
 }
 
 /** What `peekHeader` returns: the header line's fields, unchecked beyond `type` and `id`. */
@@ -216,13 +235,16 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
   for (const arg of args) {
     if (arg.trim() === "") throw new UsageError(`an empty session argument names no session (is a shell variable unset?); ${howToName(naming)}`);
     const full = resolve(cwd, arg);
-    if (existsSync(full)) {
-      const st = statSync(full);
-      if (st.isDirectory()) {
-        const files = jsonlFilesBelow(full);
-        if (files.length === 0) throw new UsageError(`${arg}: directory holds no *.jsonl session file`);
-        files.forEach(add);
-      } else add(full);
+    const st = statArgument(arg, full);
+    if (st?.isDirectory()) {
+      const { files, unlisted } = listArgument(arg, full);
+      if (files.length === 0 && unlisted.length === 0) throw new UsageError(`${arg}: directory holds no *.jsonl session file`);
+      // A subfolder that cannot be listed stays a path of its own: reading it fails, as one session's failure.
+      [...files, ...unlisted.map((u) => u.path)].sort().forEach(add);
+      continue;
+    }
+    if (st) {
+      add(full);
       continue;
     }
     if (/[*?[\]{}]/.test(arg)) {
@@ -241,6 +263,42 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
     );
   }
   return out;
+}
+
+/** Why a path cannot be reached, in words (`permission denied`), for the errno codes a user meets. */
+const UNREACHABLE: Record<string, string> = {
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  ELOOP: "a loop of symbolic links",
+  ENAMETOOLONG: "the name is too long",
+};
+
+/**
+ * The stat of a session argument, or null when nothing is there (ENOENT, ENOTDIR: then it may be a
+ * glob or an id).
+ * @throws UsageError (exit 2) when something is there that this user cannot reach, saying why
+ */
+function statArgument(arg: string, full: string): Stats | null {
+  try {
+    return statSync(full, { throwIfNoEntry: false }) ?? null;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    if (code === "ENOTDIR") return null;
+    throw new UsageError(`${arg}: cannot read: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
+  }
+}
+
+/**
+ * {@link jsonlFilesBelow} for a folder the user named.
+ * @throws UsageError (exit 2) when the folder itself cannot be listed, saying why
+ */
+function listArgument(arg: string, full: string): ReturnType<typeof jsonlFilesBelow> {
+  try {
+    return jsonlFilesBelow(full);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    throw new UsageError(`${arg}: cannot list the folder: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
+  }
 }
 
 /** condense's own records beside a session (session/journal.ts): JSONL, never a session, so never taken for one. */
@@ -269,7 +327,8 @@ async function currentSession(file: string, naming: SessionNaming): Promise<stri
  */
 async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string): Promise<string> {
   const root = sessionsRoot(env, cwd);
-  const files = existsSync(root.dir) ? jsonlFilesBelow(root.dir) : [];
+  // Pi's own folder: what cannot be listed there holds no session this user can name.
+  const files = existsSync(root.dir) ? listOrNothing(root.dir) : [];
   const headers = await headerIds(files);
   const ids = (p: string) => [idFromFileName(p), headers.get(p)].filter((id): id is string => id !== undefined);
   const exact = files.filter((p) => ids(p).includes(idOrPrefix));
@@ -284,6 +343,15 @@ async function findById(idOrPrefix: string, env: NodeJS.ProcessEnv, cwd: string)
     throw new UsageError(`${idOrPrefix}: ${what} is ambiguous, ${matches.length} sessions match:\n${list}`);
   }
   throw new NoSuchSessionError(`${idOrPrefix}: no such file or directory, no glob match, and no session with that id in ${root.dir}`);
+}
+
+/** The sessions below one of Pi's folders; none when the folder itself cannot be listed. */
+function listOrNothing(dir: string): string[] {
+  try {
+    return jsonlFilesBelow(dir).files;
+  } catch {
+    return [];
+  }
 }
 
 /** A session argument that names nothing: no file, no glob match, no session id or id prefix (exit 2). */

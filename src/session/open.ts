@@ -30,7 +30,7 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
   } catch (error) {
     if (error instanceof CondenseError) throw error;
     const e = error as NodeJS.ErrnoException;
-    const why = e.code === "ENOENT" ? "no such file" : e.code === "EISDIR" ? "is a directory" : e.code === "ENOTREG" ? "not a regular file" : e.message;
+    const why = READ_ERRORS[e.code ?? ""] ?? e.message;
     throw new UsageError(`${path}: cannot read: ${why}`);
   }
   noteInterruptedWrite(session, interrupted);
@@ -64,6 +64,16 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
 export function formatWarning(w: ReadWarning): string {
   return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}${w.excerpt === "" ? "" : `: ${JSON.stringify(w.excerpt)}`}`;
 }
+
+/** A failed read in words, by errno code (else the error's own message). */
+const READ_ERRORS: Record<string, string> = {
+  ENOENT: "no such file",
+  EISDIR: "is a directory",
+  ENOTREG: "not a regular file",
+  EACCES: "permission denied (EACCES)",
+  EPERM: "operation not permitted (EPERM)",
+  ELOOP: "a loop of symbolic links (ELOOP)",
+};
 
 /**
  * Settle a write journal left beside the session by an interrupted condense (any command does
