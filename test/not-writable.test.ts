@@ -210,6 +210,32 @@ describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a 
     expect(readdirSync(dir).sort()).toEqual(["ro.jsonl", "ro.jsonl.condense-journal", "ro.jsonl.lock"]);
   });
 
+  it("a torn write pending on a read-only session: render, run --dry-run and run --output read it as before that write, saying so", () => {
+    const { dir, file } = copy(0o666, 0o777);
+    const original = readFileSync(file);
+    condenseWith({ CONDENSE_TEST_FAULT: "append:5000" }, dir, "ro.jsonl", "-q");
+    chmodSync(file, 0o444);
+    const torn = readFileSync(file);
+    expect(torn.length).toBe(original.length + 5000);
+    const note =
+      `${file}:113 (byte ${original.length}): its interrupted write cannot be settled here ` +
+      `(EACCES: permission denied, open '${file}'); reading the session as it was before that write`;
+    const dry = condense(dir, "ro.jsonl", "--dry-run", "--json");
+    expect(dry.code, dry.stderr).toBe(0);
+    const report = JSON.parse(dry.stdout).sessions[0];
+    expect([report.warnings, report.wouldRefuse]).toEqual([[note], `${file} is not writable (EACCES: permission denied); ${HINT}`]);
+    const render = condense(dir, "render", "ro.jsonl", "--stats");
+    expect([render.code, render.stderr]).toEqual([0, `warning: ${note}\n`]);
+    const out = path.join(dir, "out.jsonl");
+    const written = condense(dir, "ro.jsonl", "--output", out, "--json");
+    expect(written.code, written.stderr).toBe(0);
+    const { bytesAppended } = JSON.parse(written.stdout).sessions[0];
+    // The output is the bytes before the torn write, then condense's entries; the session is untouched.
+    expect(readFileSync(out).subarray(0, original.length).equals(original)).toBe(true);
+    expect(readFileSync(out).length).toBe(original.length + bytesAppended);
+    expect(readFileSync(file).equals(torn)).toBe(true);
+  });
+
   it("a folder this user may not list: naming it or a file in it says so (exit 2); in an archive it is one failure, the rest measured", () => {
     const dir = path.join(tmp.dir, `case-${++n}`);
     mkdirSync(path.join(dir, "arch", "ok"), { recursive: true });

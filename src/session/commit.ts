@@ -275,10 +275,12 @@ export async function commitRun(
     }
     for (const sidecar of write.sidecars) await writeFileAtomic(sidecar.path, sidecar.text);
     if (!target.base) await assertUnchanged(session);
-    const original = target.base ?? (await readFile(session.path));
-    if (!target.base && original.length !== session.size) {
+    const whole = target.base ?? (await readFile(session.path));
+    if (!target.base && whole.length !== (session.fileSize ?? session.size)) {
       throw new CondenseError(`${session.path} changed while it was copied to --output; nothing was written — run again`, 1);
     }
+    // Read only up to an interrupted write that could not be settled: the output leaves that write out.
+    const original = target.base ? whole : whole.subarray(0, session.size);
     const appended = write.entries.length > 0 ? Buffer.from(serializeAppend(session, write.entries), "utf8") : Buffer.alloc(0);
     await writeFileAtomic(target.output, Buffer.concat([original, appended]));
     return { written: target.output, bytesAppended: appended.length };

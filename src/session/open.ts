@@ -65,6 +65,9 @@ export function formatWarning(w: ReadWarning): string {
   return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}${w.excerpt === "" ? "" : `: ${JSON.stringify(w.excerpt)}`}`;
 }
 
+/** Errno codes of a lock this user may not take (the folder or the lock refuses writing). */
+const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
+
 /** A failed read in words, by errno code (else the error's own message). */
 const READ_ERRORS: Record<string, string> = {
   ENOENT: "no such file",
@@ -95,17 +98,27 @@ async function settleOnOpen(path: string, mode: "read" | "write"): Promise<{ set
   try {
     lock = await acquireSessionLock(real, "recover", mode === "write" ? 1_000 : 0);
   } catch (error) {
-    if (mode === "write") throw error;
-    const journal = readJournal(real);
-    const why =
-      error instanceof FileLockedError ? "a condense write to it is in progress" : `its interrupted write cannot be settled here (${(error as Error).message})`;
-    return journal ? { readLimit: journal.preSize, note: `${why}; reading the session as it was before that write` } : {};
+    // A writer this user may not write for reads as a reader does; the write itself is refused
+    // later, saying why (commit.ts notWritableRefusal); `--dry-run` and `--output` go on.
+    if (mode === "write" && !NOT_WRITABLE_CODES.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    return readBeforeWrite(real, error as Error);
   }
   try {
     return { settled: settleJournal(real) };
+  } catch (error) {
+    // The lock was taken but the session itself may not be written (settling truncates it).
+    if (!NOT_WRITABLE_CODES.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    return readBeforeWrite(real, error as Error);
   } finally {
     await lock.release();
   }
+}
+
+/** A journal that cannot be settled now (`why`): read the session up to the write it records. */
+function readBeforeWrite(real: string, why: Error): { readLimit?: number; note?: string } {
+  const journal = readJournal(real);
+  const cause = why instanceof FileLockedError ? "a condense write to it is in progress" : `its interrupted write cannot be settled here (${why.message})`;
+  return journal ? { readLimit: journal.preSize, note: `${cause}; reading the session as it was before that write` } : {};
 }
 
 /** Tell the user what was settled (a warning at the offset of the write). */

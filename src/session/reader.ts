@@ -44,6 +44,11 @@ export interface RawSession {
   /** File size in bytes and modification time (epoch ms) when read. */
   size: number;
   mtimeMs: number;
+  /**
+   * Only when `options.limit` stopped the read before the end: the whole file's size (bytes) when
+   * read — `size` is then the bytes read (a write in progress, or unsettled, lies beyond them).
+   */
+  fileSize?: number;
   /** False when the last byte is not a newline (Pi adds one on open). */
   endsWithNewline: boolean;
   /** Number of physical lines (a final line without newline counts). */
@@ -129,7 +134,9 @@ export async function readSessionFile(path: string, options: { limit?: number } 
       const line = pending.take(Buffer.alloc(0));
       parser.line(line, 0, line.length, start, false);
     }
-    return parser.finish(fileOffset, stats.mtimeMs, fileOffset === 0 || lastByte === 10);
+    const raw = parser.finish(fileOffset, stats.mtimeMs, fileOffset === 0 || lastByte === 10);
+    if (stats.size > size) raw.fileSize = stats.size;
+    return raw;
   } finally {
     await handle.close();
   }

@@ -56,6 +56,7 @@ export function buildSession(raw: RawSession): Session {
     problems: raw.problems,
     size: raw.size,
     mtimeMs: raw.mtimeMs,
+    ...(raw.fileSize === undefined ? {} : { fileSize: raw.fileSize }),
     endsWithNewline: raw.endsWithNewline,
     lineCount: raw.lineCount,
   };

@@ -439,11 +439,13 @@ function commitJournalNow(journal: JournalRecord): void {
 }
 
 /**
- * Check that the file is still the one that was read (same size and modification time).
+ * Check that the file is still the one that was read (same size — the whole file's, when only its
+ * first bytes were read — and modification time).
  * @throws FileChangedError when it is not
  */
-export async function assertUnchanged(session: Pick<Session, "path" | "size" | "mtimeMs">): Promise<void> {
+export async function assertUnchanged(session: Pick<Session, "path" | "size" | "mtimeMs" | "fileSize">): Promise<void> {
   const now = await stat(session.path);
-  if (now.size !== session.size) throw new FileChangedError(session.path, `size ${session.size} → ${now.size} bytes`);
+  const size = session.fileSize ?? session.size;
+  if (now.size !== size) throw new FileChangedError(session.path, `size ${size} → ${now.size} bytes`);
   if (now.mtimeMs !== session.mtimeMs) throw new FileChangedError(session.path, "modification time moved");
 }
