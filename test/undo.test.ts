@@ -235,6 +235,11 @@ describe("an undo killed after its truncation", () => {
     expect(killed.signal).toBe("SIGKILL");
     expect(readFileSync(file).equals(original)).toBe(true);
     expect(existsSync(undoPath(file))).toBe(true);
+    const dry = await runCli(["undo", file, "--dry-run"], env);
+    expect([dry.code, dry.stderr]).toEqual([0, ""]);
+    expect(dry.stdout).toMatch(
+      /^would finish undoing condense run of .*: its [\d,]+ entries \(.*\) were already removed; its sidecar files and record would go\n$/,
+    );
     const next = await runCli(["undo", file], env);
     expect(next.code, next.stderr).toBe(0);
     expect(next.stdout).toMatch(
@@ -346,6 +351,10 @@ describe("undo after --migrate puts back the v1/v2 original byte for byte", () =
       expect((await runCli([...command, file, "--migrate", "-q"], env)).code).toBe(0);
       // What restoreMigrated does before it drops the record (its sidecars, if any, stay: the next undo removes them).
       renameSync(`${file}.v${version}.bak`, file);
+      const dry = await runCli(["undo", file, "--dry-run"], env);
+      expect(dry.stdout.replace(/ of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC /, " of <time> ")).toBe(
+        `would finish undoing condense ${op} of <time> on ${file}: the v${version} original from ${file}.v${version}.bak (${original.length.toLocaleString("en-US")} bytes) was already back; its record would go\n`,
+      );
       const undo = await runCli(["undo", file], env);
       expect(undo.code, undo.stderr).toBe(0);
       expect(undo.stdout.replace(/ of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC /, " of <time> ")).toBe(

@@ -62,12 +62,16 @@ export function undoLine(r: UndoResult): string {
   const gone = r.restored && `its v3 rewrite and ${n(r.entries)} ${r.entries === 1 ? "entry" : "entries"}${sidecars}`;
   const head = r.restored
     ? r.finished
-      ? `finished undoing ${writeName(r)} on ${r.session}: ${original} was already back; its record is gone now`
+      ? r.dryRun
+        ? `would finish undoing ${writeName(r)} on ${r.session}: ${original} was already back; its record would go`
+        : `finished undoing ${writeName(r)} on ${r.session}: ${original} was already back; its record is gone now`
       : r.dryRun
         ? `would undo ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
         : `undid ${writeName(r)} on ${r.session}: put back ${original}, in place of ${gone}`
     : r.dryRun
-      ? `would undo ${writeName(r)} on ${r.session}: remove ${what}${sidecars}`
+      ? r.finished
+        ? `would finish undoing ${writeName(r)} on ${r.session}: its ${what} were already removed; its sidecar files and record would go`
+        : `would undo ${writeName(r)} on ${r.session}: remove ${what}${sidecars}`
       : r.finished
         ? `finished undoing ${writeName(r)} on ${r.session}: its ${what} were already removed; its sidecar files and record are gone now`
         : `undid ${writeName(r)} on ${r.session}: removed ${what}${sidecars}`;
