@@ -17,6 +17,7 @@ let server: Server;
 let base = "";
 const sockets = new Set<unknown>();
 const received: { method?: string; headers: IncomingMessage["headers"]; body: string }[] = [];
+const pairs: (() => void)[] = [];
 
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -25,7 +26,11 @@ beforeAll(async () => {
     req.on("data", (c) => (body += c));
     req.on("end", () => {
       received.push({ method: req.method, headers: req.headers, body });
-      if (req.url === "/gzip") {
+      if (req.url === "/pair") {
+        // answers come in pairs: both in the same turn, once the second has arrived
+        pairs.push(() => res.end(`pair ${body}`));
+        if (pairs.length === 2) for (const answer of pairs.splice(0)) answer();
+      } else if (req.url === "/gzip") {
         res.writeHead(200, { "content-encoding": "gzip", "content-type": "application/json" });
         res.end(gzipSync(JSON.stringify({ ok: true, echo: body })));
       } else if (req.url === "/stream") {
@@ -157,6 +162,21 @@ describe("slottedFetch", () => {
     expect(await (await next).json()).toEqual({ ok: true, echo: "waited" });
     // read to its end, an answer frees its slot too
     expect(await (await fetch(`${base}/gzip`, { method: "POST", body: "after" })).json()).toEqual({ ok: true, echo: "after" });
+  });
+
+  it("sends the requests waiting for slots as soon as the answers holding them have arrived, before any of those answers is handed over", async () => {
+    const slots = new SendSlots(2);
+    const order: string[] = [];
+    const fetch = slottedFetch(keepAliveFetch(), slots, () => order.push("sent"));
+    const ask = (name: string) =>
+      fetch(`${base}/pair`, { method: "POST", body: name }).then(async (res) => {
+        order.push(`${name} handed over`);
+        return res.text();
+      });
+    // a and b are answered in the same turn of the server; c and d wait for their slots
+    const answers = await Promise.all(["a", "b", "c", "d"].map(ask));
+    expect(answers).toEqual(["pair a", "pair b", "pair c", "pair d"]);
+    expect(order.slice(0, 6)).toEqual(["sent", "sent", "sent", "sent", "a handed over", "b handed over"]);
   });
 
   it("rejects a request aborted while it waits for its slot with the signal's reason, and says when one is sent", async () => {

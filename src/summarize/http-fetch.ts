@@ -52,33 +52,92 @@ function responseOf(res: IncomingMessage): Response {
 }
 
 /**
- * A web stream over a Node stream, lighter than `Readable.toWeb`: chunks are passed on as they
- * come, and the Node stream is paused while the reader has a chunk queued and not taken.
+ * Work handed to the readers of answers (a response, chunks of a body), one piece per turn of the
+ * event loop, in the order it came: between two pieces the loop reads what else has arrived, so
+ * an answer that arrives while others are parsed ends its exchange — and the request waiting for
+ * its slot goes out — before the parsing goes on (see webBody).
+ */
+const handOvers: (() => void)[] = [];
+let handOverHead = 0;
+
+function handOverNext(): void {
+  const next = handOvers[handOverHead++];
+  if (handOverHead === handOvers.length) {
+    handOvers.length = 0;
+    handOverHead = 0;
+  } else setImmediate(handOverNext);
+  next();
+}
+
+/** Run `work` in a later turn of the event loop, after the work handed over before it (one piece per turn). */
+function handOverLater(work: () => void): void {
+  handOvers.push(work);
+  if (handOvers.length - handOverHead === 1) setImmediate(handOverNext);
+}
+
+/** Bytes of an answer held for the reader before the connection is paused. */
+const MAX_PENDING_BYTES = 1 << 20;
+
+/**
+ * A web stream over a Node stream, lighter than `Readable.toWeb`. The Node stream is read as its
+ * data comes, so an answer that has arrived ends its exchange (and frees its send slot) at once;
+ * what was read is handed to the reader in a later turn of the event loop, every chunk read since
+ * then at once, followed by the end or the error. When many answers arrive together, every one of
+ * them is read, and the request waiting for each freed slot sent, before any answer is parsed
+ * (issue 18: 32 answers parsed one after another held the next 32 requests back by their whole
+ * processing time). The Node stream is paused while the reader has chunks queued and not taken,
+ * or when 1 MiB is waiting for the hand-over.
  */
 function webBody(source: Readable): ReadableStream<Uint8Array> {
+  // Set once the stream has ended (or been cancelled): nothing more is handed over.
+  let over = false;
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        let settled = false;
-        const settle = (how: () => void) => {
-          if (settled) return;
-          settled = true;
-          how();
+        const pending: Uint8Array[] = [];
+        let pendingBytes = 0;
+        // How the stream ends (close or error), once the pending chunks have been handed over.
+        let end: (() => void) | null = null;
+        let scheduled = false;
+        const handOver = () => {
+          scheduled = false;
+          if (over) return;
+          for (const chunk of pending) controller.enqueue(chunk);
+          pending.length = 0;
+          pendingBytes = 0;
+          if (end) {
+            over = true;
+            end();
+          } else if ((controller.desiredSize ?? 1) <= 0) source.pause();
+          else source.resume();
+        };
+        const later = () => {
+          if (scheduled) return;
+          scheduled = true;
+          handOverLater(handOver);
+        };
+        const finish = (how: () => void) => {
+          if (end) return;
+          end = how;
+          later();
         };
         source.on("data", (chunk: Buffer) => {
-          if (settled) return;
-          controller.enqueue(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
-          if ((controller.desiredSize ?? 1) <= 0) source.pause();
+          if (end) return;
+          pending.push(new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+          pendingBytes += chunk.byteLength;
+          if (pendingBytes >= MAX_PENDING_BYTES) source.pause();
+          later();
         });
-        source.once("end", () => settle(() => controller.close()));
-        source.once("error", (error) => settle(() => controller.error(error)));
+        source.once("end", () => finish(() => controller.close()));
+        source.once("error", (error) => finish(() => controller.error(error)));
         // Destroyed without an error (the connection went away): the reader must not wait forever.
-        source.once("close", () => settle(() => controller.error(new TypeError("terminated"))));
+        source.once("close", () => finish(() => controller.error(new TypeError("terminated"))));
       },
       pull() {
         source.resume();
       },
       cancel() {
+        over = true;
         source.destroy();
       },
     },
@@ -140,7 +199,10 @@ export function keepAliveFetch(): ExchangeFetch {
           return;
         }
         signal?.addEventListener("abort", () => res.destroy(abortError(signal) as Error), { once: true });
-        resolve(responseOf(res));
+        // The answer is read from now on (its slot frees when it has arrived); whoever asked for it
+        // gets it in a later turn, after the other answers that arrived with it (see webBody).
+        const response = responseOf(res);
+        handOverLater(() => resolve(response));
       });
       // The request closes when its answer has been read to the end, or when it fails or is destroyed.
       req.once("close", () => {
