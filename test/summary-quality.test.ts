@@ -17,7 +17,7 @@ import { placeRecoveryHint } from "../src/pipeline/plan.js";
 import { contextText, keptFacts, maskOutputs, outputFacts, pruneQuality, prunedOutputs } from "../src/report/quality.js";
 import type { AgentMessage, NewEntry, ToolResultMessage } from "../src/session/types.js";
 import { exitStatus, failureReason, filePaths, isErrorLine, isTotalsLine } from "../src/summarize/facts.js";
-import { cropAtWord, oneLine, stripControl } from "../src/util/text.js";
+import { cropAtWord, groupDigits, oneLine, stripControl } from "../src/util/text.js";
 import { HEADERLESS_SHARED, SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
 
 describe("text for a model or a terminal", () => {
@@ -34,6 +34,18 @@ describe("text for a model or a terminal", () => {
     expect(cropAtWord("the quick brown fox jumps", 16)).toBe("the quick brown…");
     expect(cropAtWord("/a/very/long/path/without/spaces.ts", 12)).toBe("/a/very/lon…");
     expect(oneLine("  a\n  b\t c ")).toBe("a b c");
+  });
+
+  it("groups the digits of a count by commas as toLocaleString('en-US') does, without its formatter", () => {
+    expect(groupDigits(0)).toBe("0");
+    expect(groupDigits(999)).toBe("999");
+    expect(groupDigits(1000)).toBe("1,000");
+    expect(groupDigits(12345)).toBe("12,345");
+    expect(groupDigits(1234567)).toBe("1,234,567");
+    expect(groupDigits(-1234567)).toBe("-1,234,567");
+    for (const n of [7, 65, 100_000, 4_096_000, 987_654_321, Number.MAX_SAFE_INTEGER, -0, 1.5, Number.NaN]) {
+      expect(groupDigits(n)).toBe(n.toLocaleString("en-US"));
+    }
   });
 });
 

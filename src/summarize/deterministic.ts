@@ -7,7 +7,7 @@
  * stays shorter than the outputs it replaces: what it keeps is taken by importance (reasons, then
  * errors, totals, paths, matches), each kind spread over the calls, until the room is used.
  */
-import { cropAtWord, stripControl } from "../util/text.js";
+import { cropAtWord, groupDigits, stripControl } from "../util/text.js";
 import { exitStatus, failureReason, filePaths, isErrorLine, isFileRead, isTotalsLine } from "./facts.js";
 import type { Summarizer, SummaryBatch, SummaryCall, SummarizerResult } from "./types.js";
 
@@ -151,8 +151,8 @@ function header(call: SummaryCall, label: string, short: string | undefined, str
   const lines = lineCount(call.resultText);
   const size =
     call.spilledBytes !== undefined
-      ? `spilled, ${call.spilledBytes.toLocaleString("en-US")} bytes`
-      : `${call.resultText.length.toLocaleString("en-US")} chars, ${lines.toLocaleString("en-US")} line${lines === 1 ? "" : "s"}`;
+      ? `spilled, ${groupDigits(call.spilledBytes)} bytes`
+      : `${groupDigits(call.resultText.length)} chars, ${groupDigits(lines)} line${lines === 1 ? "" : "s"}`;
   const facts = [status, exit !== undefined ? `exit ${exit}` : undefined, short === undefined ? size : undefined].filter(Boolean).join(", ");
   const what = `${call.toolName}${arg ? ` \`${arg.replace(/`/g, "'")}\`` : ""}`;
   return `- ${label} ${what} — ${facts}${short !== undefined ? `: ${short}` : call.resultText === "" ? " (no output)" : ""}`;

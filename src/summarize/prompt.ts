@@ -8,7 +8,7 @@
  * results are shown as head and tail around one elision line, `[… N characters omitted …]`, which
  * the instructions explain.
  */
-import { stripControl } from "../util/text.js";
+import { groupDigits, stripControl } from "../util/text.js";
 import { withoutRecoveryHint } from "./refs.js";
 import type { SummaryBatch, SummaryCall } from "./types.js";
 
@@ -25,7 +25,7 @@ export const ARGS_CROP: CropLimits = { head: 1500, tail: 500 };
 
 /** The elision line put where characters were left out. */
 export function elisionMarker(omitted: number): string {
-  return `[… ${omitted.toLocaleString("en-US")} characters omitted …]`;
+  return `[… ${groupDigits(omitted)} characters omitted …]`;
 }
 
 /** Move `i` off the low half of a surrogate pair so a cut never splits a character. */
@@ -88,7 +88,7 @@ function argumentsJson(args: unknown): string {
 /** One call as the model sees it. @param label 1-based number of the call in its batch */
 export function serializeCall(call: SummaryCall, label: number): string {
   const status = call.isError ? "error" : "ok";
-  const size = `${call.resultText.length.toLocaleString("en-US")} characters`;
+  const size = `${groupDigits(call.resultText.length)} characters`;
   return [
     `[[${label}:${call.toolName}]] ${call.toolName}`,
     "arguments:",

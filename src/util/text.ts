@@ -53,3 +53,16 @@ export function cropAtWord(text: string, max: number): string {
   const cut = boundary >= room / 2 ? head.slice(0, boundary) : text.slice(0, room);
   return `${cut.trimEnd()}…`;
 }
+
+/**
+ * A whole number with its digits grouped by commas, as `toLocaleString("en-US")` writes it
+ * ("12,345"), without loading the ICU number formatter: its first use costs ~50 ms, which a model
+ * run paid before it sent its first request (issue 18). Other numbers go to `toLocaleString`.
+ */
+export function groupDigits(n: number): string {
+  if (!Number.isSafeInteger(n) || Object.is(n, -0)) return n.toLocaleString("en-US");
+  const digits = String(Math.abs(n));
+  let out = digits.slice(0, ((digits.length - 1) % 3) + 1);
+  for (let i = out.length; i < digits.length; i += 3) out += `,${digits.slice(i, i + 3)}`;
+  return n < 0 ? `-${out}` : out;
+}
