@@ -389,6 +389,12 @@ describe("undo after --migrate puts back the v1/v2 original byte for byte", () =
       `${file}: no condense write to this session is recorded (the records of the last writes are kept in ${undoPath(file)}); nothing was changed; ` +
         `the original of a --migrate is in ${file}.v1.bak (\`mv ${file}.v1.bak ${file}\` puts it back)`,
     );
+    // A records file that was edited or damaged says so, rather than only that nothing is recorded.
+    writeFileSync(undoPath(file), "garbage{\n\n");
+    expect(undoRefusal(file, { state: "none" })).toBe(
+      `${file}: no condense write to this session is recorded (${undoPath(file)}, where the records of the last writes are kept, holds 1 line that is no record: edited or damaged); nothing was changed; ` +
+        `the original of a --migrate is in ${file}.v1.bak (\`mv ${file}.v1.bak ${file}\` puts it back)`,
+    );
     rmSync(undoPath(file));
     renameSync(`${file}.v1.bak`, file);
     const v3 = path.join(dir, "t.jsonl");

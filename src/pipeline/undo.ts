@@ -17,7 +17,7 @@ import { sidecarsNamedElsewhere } from "../session/sidecar-refs.js";
 import { checkSessionOpen } from "../session/pi-running.js";
 import { settleJournal } from "../session/recover.js";
 import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, migrationBackupProblem, removeWrite, restoreMigrated } from "../session/undo.js";
-import { journalPath, type MigrationFacts, readJournal, undoPath, type UndoRecord } from "../session/journal.js";
+import { journalPath, type MigrationFacts, readJournal, readUndoFile, undoPath, type UndoRecord } from "../session/journal.js";
 import { notWritableRefusal } from "../session/commit.js";
 import { CondenseError, UsageError } from "../util/errors.js";
 
@@ -101,7 +101,12 @@ export function undoRefusal(path: string, last: LastWrite, outcome: string = NOT
       const backup = [1, 2].map((v) => `${path}.v${v}.bak`).find((b) => existsSync(b));
       const hint = backup ? `; the original of a --migrate is in ${backup} (\`mv ${shellWord(backup)} ${shellWord(path)}\` puts it back)` : "";
       // The records file is named only where it exists (a migrate that appended nothing leaves none).
-      const records = existsSync(undoPath(path)) ? ` (the records of the last writes are kept in ${undoPath(path)})` : "";
+      const { damaged } = readUndoFile(path);
+      const records = !existsSync(undoPath(path))
+        ? ""
+        : damaged > 0
+          ? ` (${undoPath(path)}, where the records of the last writes are kept, holds ${damaged} ${damaged === 1 ? "line" : "lines"} that ${damaged === 1 ? "is" : "are"} no record: edited or damaged)`
+          : ` (the records of the last writes are kept in ${undoPath(path)})`;
       return `${path}: no condense write to this session is recorded${records}; ${outcome}${hint}`;
     }
     case "replaced":

@@ -201,22 +201,34 @@ export function readJournal(session: string): JournalRecord | null {
 
 /** The completed writes recorded for a session, oldest first (unreadable lines skipped). */
 export function readUndoRecords(session: string): UndoRecord[] {
+  return readUndoFile(session).records;
+}
+
+/**
+ * The undo records file of a session: its records, oldest first, and how many of its non-blank
+ * lines are not records (edited or damaged). A file that cannot be read holds none.
+ */
+export function readUndoFile(session: string): { records: UndoRecord[]; damaged: number } {
   let text: string;
   try {
     text = readFileSync(undoPath(session), "utf8");
   } catch {
-    return [];
+    return { records: [], damaged: 0 };
   }
-  const out: UndoRecord[] = [];
+  const records: UndoRecord[] = [];
+  let damaged = 0;
   for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    let v: UndoRecord | null = null;
     try {
-      const v = JSON.parse(line) as UndoRecord;
-      if (v?.format === "condense-write" && Number.isSafeInteger(v.preSize) && Number.isSafeInteger(v.length)) out.push(v);
+      v = JSON.parse(line) as UndoRecord;
     } catch {
-      // a blank or damaged line
+      // counted below
     }
+    if (v?.format === "condense-write" && Number.isSafeInteger(v.preSize) && Number.isSafeInteger(v.length)) records.push(v);
+    else damaged++;
   }
-  return out;
+  return { records, damaged };
 }
 
 /**
