@@ -193,6 +193,14 @@ describe("undo refuses, and changes nothing", () => {
         ),
       );
       expect(readFileSync(open.file).equals(open.after)).toBe(true);
+      // A dry run says what it would remove and warns of the real undo's refusal, as run --dry-run does.
+      const ago = (text: string) => text.replace(/\d+ s ago/, "N s ago");
+      const refusal = ago(o.stderr.replace(/^error: /, "").trimEnd());
+      const warned = await runCli(["undo", open.file, "--dry-run"], env);
+      expect([warned.code, ago(warned.stderr)]).toEqual([0, `warning: a real undo would refuse: ${refusal}\n`]);
+      expect(warned.stdout).toMatch(new RegExp(`^would undo condense run of .* on ${open.file}: remove ${open.entries} entries \\(`));
+      const warnedJson = await runCli(["undo", open.file, "--dry-run", "--json"], env);
+      expect([warnedJson.code, ago(JSON.parse(warnedJson.stdout).wouldRefuse)]).toEqual([0, refusal]);
       const dry = await runCli(["undo", open.file, "--dry-run", "--force"], env);
       expect(dry.code).toBe(0);
       expect(dry.stdout).toMatch(new RegExp(`^would undo condense run of .* on ${open.file}: remove ${open.entries} entries \\(`));

@@ -64,7 +64,8 @@ export interface UndoResult {
   settled?: string;
   /**
    * Dry runs only: the refusal the real undo would make because this user cannot write the session
-   * or its folder (session/commit.ts `notWritableRefusal`), as `run --dry-run` reports `wouldRefuse`.
+   * or its folder (session/commit.ts `notWritableRefusal`), or because Pi or another process has it
+   * open (without `--force`), as `run --dry-run` reports `wouldRefuse`.
    */
   wouldRefuse?: string;
 }
@@ -172,7 +173,8 @@ const pendingWrite = (path: string, op: string) =>
 /**
  * What undoing the last write would do: the result as reported, the record, the migration to put
  * back (if any) and the sidecars to keep (another session file names them); nothing is changed.
- * @throws CondenseError (exit 1) for every refusal (undoRefusal, {@link refuseWhileOpen})
+ * @throws CondenseError (exit 1) for every refusal (undoRefusal; {@link whileOpenRefusal} but in a dry
+ *   run, which reports it as `wouldRefuse`)
  */
 async function planUndo(
   path: string,
@@ -183,7 +185,9 @@ async function planUndo(
   const refusal = undoRefusal(path, last, outcome);
   if (refusal) throw new CondenseError(refusal, 1);
   if (last.state !== "intact" && last.state !== "already-undone") throw new CondenseError(`${path}: nothing to undo`, 1);
-  if (!options.force && last.state === "intact") await refuseWhileOpen(path);
+  // A dry run reports the refusal of the real undo as `wouldRefuse`, as `run --dry-run` does.
+  const openRefusal = !options.force && last.state === "intact" ? await whileOpenRefusal(path) : null;
+  if (openRefusal && !options.dryRun) throw new CondenseError(openRefusal, 1);
   const { record } = last;
   const created = record.sidecars.filter((s) => s.created).map((s) => s.path);
   const header = await peekHeader(path).catch(() => null);
@@ -204,6 +208,7 @@ async function planUndo(
     finished: last.state === "already-undone",
     earlier: earlierWrites(path, record),
     restored: null,
+    ...(openRefusal ? { wouldRefuse: openRefusal } : {}),
   };
   // After `--migrate`: the original bytes back from the backup, when it still holds them.
   const migration = last.state === "intact" ? record.migration : undefined;
@@ -220,18 +225,16 @@ async function planUndo(
 }
 
 /**
- * Refuse while Pi or another process has the session open: Pi may have read condense's entries,
- * and its next message would then name a removed entry as its parent.
- * @throws CondenseError (exit 1) naming the process
+ * Why undo refuses while Pi or another process has the session open, or null: Pi may have read
+ * condense's entries, and its next message would then name a removed entry as its parent.
  */
-async function refuseWhileOpen(path: string): Promise<void> {
+async function whileOpenRefusal(path: string): Promise<string | null> {
   const header = await peekHeader(path).catch(() => null);
   const { mtimeMs } = await stat(path);
   const check = await checkSessionOpen({ path, cwd: typeof header?.cwd === "string" ? header.cwd : null, mtimeMs }, { fresh: true });
-  if (check.refusals.length === 0) return;
-  throw new CondenseError(
+  if (check.refusals.length === 0) return null;
+  return (
     `${path}: ${check.refusals.join("; ")}; Pi may have read condense's entries, and its next message would then name a removed one as its parent; ` +
-      `nothing was changed — ${check.insidePi ? "run condense undo after Pi has exited" : "exit Pi (or close the file) first, or pass --force"}`,
-    1,
+    `nothing was changed — ${check.insidePi ? "run condense undo after Pi has exited" : "exit Pi (or close the file) first, or pass --force"}`
   );
 }
