@@ -318,6 +318,15 @@ describe("Pi's auto-compaction at a request without tool calls: one place for bu
     const narrow = (await runCliWith({ COLUMNS: "80" }, "budget", file, "--no-chart")).stdout;
     expect(narrow).toContain("\nturn   tokens   window  fraction  Δ pts  fires   Pi ~tokens  Pi\n");
     expect(rowOf(narrow)).toBe(" 174  183,699  200,000     91.8%   +0.6  budget     183,631  compacts");
+    // 60 columns: the window goes, and every line of the table fits.
+    const sixty = (await runCliWith({ COLUMNS: "60" }, "budget", file, "--no-chart")).stdout;
+    expect(sixty).toContain("\nturn   tokens  fraction  Δ pts  fires   Pi ~tokens  Pi\n");
+    expect(rowOf(sixty)).toBe(" 174  183,699     91.8%   +0.6  budget     183,631  compacts");
+    const lines = sixty.split("\n");
+    const start = lines.findIndex((l) => l.startsWith("turn "));
+    const table = lines.slice(start, lines.indexOf("", start));
+    expect(table.length).toBeGreaterThan(100);
+    expect(Math.max(...table.map((l) => l.length))).toBeLessThanOrEqual(60);
     const wide = (await runCliWith({ COLUMNS: "200" }, "budget", file, "--no-chart")).stdout;
     expect(rowOf(wide)).toBe(
       " 174  87db6c2e   448  anthropic/claude-opus-4-5  183,699  200,000  147,000     91.8%   +0.6  budget     183,631  compacts (threshold)",

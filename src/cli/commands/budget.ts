@@ -130,7 +130,7 @@ const cut = (text: string, width: number) => (text.length > width ? `${text.slic
 
 /**
  * The turn table, two spaces between columns: every column when the terminal is wide enough (the
- * model cut to fit), else the compact set.
+ * model cut to fit), else the compact set (without the window where even that does not fit).
  * @returns the lines, and whether the compact set was used
  */
 function formatRows(rows: PiCompactionRow[], out: Output, width: number): { lines: string[]; compact: boolean } {
@@ -145,6 +145,11 @@ function formatRows(rows: PiCompactionRow[], out: Output, width: number): { line
     cells = rows.map((r) => rowCells(r, true));
     keep = keep.filter((i) => COMPACT.has(HEAD[i]));
     widths = widthsOf(cells, keep);
+    // Narrower still (a 60-column terminal): the window goes; the wide table and --json keep it.
+    if (lineWidth(widths) > width) {
+      keep = keep.filter((i) => HEAD[i] !== "window");
+      widths = widthsOf(cells, keep);
+    }
   } else if (lineWidth(widths) > width) widths[keep.indexOf(MODEL)] = room;
   const line = (c: string[]) =>
     keep
