@@ -157,7 +157,7 @@ describe("unusable files", () => {
       },
     ]);
     expect(s.warnings[0].offset).toBe(318);
-    const problem = "the final line is cut off mid-object (the file may still be being written)";
+    const problem = "the final line (line 3, byte 318) is cut off mid-object (the file may still be being written)";
     expect(s.problems).toEqual([{ kind: "truncated-final-line", message: problem }]);
     expect(s.endsWithNewline).toBe(false);
     expect(s.lineCount).toBe(3);

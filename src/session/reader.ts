@@ -191,7 +191,8 @@ class LineParser {
   lineNo = 0;
   nonBlank = 0;
   parsed = 0;
-  truncatedFinal = false;
+  /** Where the final line that is cut off mid-object starts, when there is one. */
+  truncatedFinal: { line: number; offset: number } | null = null;
   tooDeep = false;
 
   constructor(readonly path: string) {}
@@ -242,7 +243,7 @@ class LineParser {
 
   private reject(text: string, offset: number, terminated: boolean): void {
     if (!terminated) {
-      this.truncatedFinal = true;
+      this.truncatedFinal = { line: this.lineNo, offset };
       this.warn("truncated-final-line", offset, text, "the final line is cut off mid-object (no newline, not valid JSON); skipped");
       return;
     }
@@ -302,7 +303,7 @@ class LineParser {
     if (this.truncatedFinal) {
       problems.push({
         kind: "truncated-final-line",
-        message: "the final line is cut off mid-object (the file may still be being written)",
+        message: `the final line (line ${this.truncatedFinal.line}, byte ${this.truncatedFinal.offset}) is cut off mid-object (the file may still be being written)`,
       });
     }
     return {
