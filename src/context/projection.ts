@@ -192,6 +192,52 @@ export function projectContext(branch: SessionEntry[]): BranchContext {
   return { entries, edits, projected, items };
 }
 
+/**
+ * The projection of `branch` from the projection of its first `baseLength` entries (`base`, made by
+ * {@link projectContext} or this function), without projecting those again: exactly
+ * `projectContext(branch)`, sharing `base`'s items and messages where nothing changed. An appended
+ * `context_edit` re-projects its target (the latest edit wins, as in {@link latestEdits}); an
+ * appended compaction changes the entry list, so the whole branch is projected then.
+ * @param branch root → leaf; its first `baseLength` entries are the branch `base` projects
+ */
+export function extendContext(base: BranchContext, branch: SessionEntry[], baseLength: number): BranchContext {
+  const appended = branch.slice(baseLength);
+  if (appended.length === 0) return base;
+  if (appended.some((e) => e.type === "compaction")) return projectContext(branch);
+  const edits = new Map(base.edits);
+  const retargeted = new Set<string>();
+  for (const entry of appended) {
+    if (entry.type !== "context_edit") continue;
+    edits.set((entry as ContextEditEntry).targetId, entry as ContextEditEntry);
+    retargeted.add((entry as ContextEditEntry).targetId);
+  }
+  const reproject = (sourceEntry: SessionEntry, index: number): ProjectedEntry => ({
+    sourceEntry,
+    messages: sourceEntry.type === "compaction" && index > 0 ? [] : applyEdit(entryToMessages(sourceEntry), edits.get(sourceEntry.id)),
+  });
+  const projected: ProjectedEntry[] = [];
+  const items: ContextItem[] = [];
+  let kept = 0; // base items taken so far
+  base.projected.forEach((p, index) => {
+    const n = p.messages.length;
+    if (!retargeted.has(p.sourceEntry.id)) {
+      projected.push(p);
+      for (let k = 0; k < n; k++) items.push(base.items[kept + k]);
+    } else {
+      const q = reproject(p.sourceEntry, index);
+      projected.push(q);
+      for (const message of q.messages) items.push({ message, entry: q.sourceEntry });
+    }
+    kept += n;
+  });
+  for (const entry of appended) {
+    const q = reproject(entry, projected.length);
+    projected.push(q);
+    for (const message of q.messages) items.push({ message, entry });
+  }
+  return { entries: [...base.entries, ...appended], edits, projected, items };
+}
+
 /** The context items of a branch ({@link projectContext}). */
 export function projectBranch(branch: SessionEntry[]): ContextItem[] {
   return projectContext(branch).items;

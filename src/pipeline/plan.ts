@@ -25,6 +25,7 @@ import { recordedDiagnosticKeys, unrecordedDiagnostics } from "../render/diagnos
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { contextOccurrences } from "../prune/occurrences.js";
 import { contextSize, type ContextSize } from "../context/size.js";
+import { type BranchContext, extendContext } from "../context/projection.js";
 import { collisionDiagnostics, planRecovery, type RecoveryPlan } from "./recovery.js";
 import { renderBranch, type Rendered } from "../render/render.js";
 import { computeContextMetrics } from "../report/context-metrics.js";
@@ -183,8 +184,11 @@ function finishPlan(
   const chain = new EntryChain(view.session, new Date(options.nowMs).toISOString());
   const draft = chain.append(parts.pruning);
   // The index of the branch with the draft: the after-render's, and then (extended) stock Pi's edits'.
-  const draftIndex = draft.length > 0 ? ToolCallIndexer.fromBranch([...view.branch, ...draft]) : null;
-  const after = draftIndex ? renderBranch([...view.branch, ...draft], view.config, draftIndex) : view.rendered;
+  const draftBranch = [...view.branch, ...draft];
+  const draftIndex = draft.length > 0 ? ToolCallIndexer.fromBranch(draftBranch) : null;
+  // Each projection extends the one before it (the branch as read is projected once, by the view).
+  const draftContext = extendContext(view.context, draftBranch, view.branch.length);
+  const after = draftIndex ? renderBranch(draftBranch, view.config, draftIndex, draftContext) : view.rendered;
   const forStockPi = (options.target ?? EXTENSION_ONLY).used === "pi";
   // Only the render is wanted: for the extension, what follows does not change it. (Stock Pi's
   // edits do change with the recovery index and the tail: they are planned for the `pi` target.)
@@ -192,11 +196,20 @@ function finishPlan(
   const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
   const written: SessionEntry[] = [...draft, ...chain.append([...(recovery.entry ? [recovery.entry] : []), ...parts.tail])];
   // The after-render is done with `draftIndex`: it is extended in place by what follows the draft.
-  const native = forStockPi ? nativeStep(view, written, chain, options, draftIndex?.extendedWith(written.slice(draft.length))) : null;
+  const native = forStockPi
+    ? nativeStep(view, written, chain, options, {
+        index: draftIndex?.extendedWith(written.slice(draft.length)),
+        base: draftContext,
+        baseLength: draftBranch.length,
+      })
+    : null;
   const placed = native ? [...written, ...native.entries] : written;
   // Stock Pi's edits change what the extension sees: a later run reads the diagnostics of that render too.
   // (Edits and their listing are no context-prune entries: the index of the branch before them is theirs.)
-  const final = native?.entries.length ? renderBranch([...view.branch, ...placed], view.config, native.indexer) : after;
+  const placedBranch = [...view.branch, ...placed];
+  const final = native?.entries.length
+    ? renderBranch(placedBranch, view.config, native.indexer, extendContext(native.context, placedBranch, view.branch.length + written.length))
+    : after;
   // Diagnostics never change a render.
   if (options.renderOnly) return { entries: placed, after, final, recovery, edits: native?.plan ?? null, piOnlyAfter: final.beforeAgent };
   const found = [...after.diagnostics, ...(final === after ? [] : final.diagnostics), ...parts.collisions.map((d) => ({ ...d, dedupKey: d.detail }))];
@@ -209,28 +222,30 @@ function finishPlan(
  * Native mode: the context edits that make Pi's projection of the branch after `placed` the
  * render of it (render/context-edits.ts), then the `condense-context-edits` entry listing their
  * ids, both placed on `chain` after `placed`.
- * @param index the index of the branch with `placed`, when the caller has it (else rebuilt)
- * @returns the entries placed, the plan (for the report) and the index of the branch with `placed`
+ * @param known.index the index of the branch with `placed`, when the caller has it (else rebuilt)
+ * @param known.base Pi's projection of the first `known.baseLength` entries of the branch with `placed` (extended here)
+ * @returns the entries placed, the plan (for the report), the index and Pi's projection of the branch with `placed`
  */
 function nativeStep(
   view: SessionView,
   placed: SessionEntry[],
   chain: EntryChain,
   options: PlanOptions,
-  index?: ToolCallIndexer | null,
-): { entries: SessionEntry[]; plan: ContextEditPlan; indexer: ToolCallIndexer } {
+  known: { index?: ToolCallIndexer | null; base: BranchContext; baseLength: number },
+): { entries: SessionEntry[]; plan: ContextEditPlan; indexer: ToolCallIndexer; context: BranchContext } {
   const branch = [...view.branch, ...placed];
-  const indexer = index ?? ToolCallIndexer.fromBranch(branch);
+  const indexer = known.index ?? ToolCallIndexer.fromBranch(branch);
+  const context = extendContext(known.base, branch, known.baseLength);
   const ctx = {
     indexer,
     config: view.config,
     isProtected: view.isProtected,
     wording: { target: "pi" as const, recovery: options.recovery ?? {} },
   };
-  const plan = planContextEdits(branch, ctx, ownContextEditIds(view.branch));
-  if (plan.edits.length === 0) return { entries: [], plan, indexer };
+  const plan = planContextEdits(branch, ctx, ownContextEditIds(view.branch), context);
+  if (plan.edits.length === 0) return { entries: [], plan, indexer, context };
   const edits = chain.append(plan.edits.map((e) => contextEditEntry(e.targetId, e.replacement)));
-  return { entries: [...edits, ...chain.append([contextEditsEntry({ editIds: edits.map((e) => e.id) })])], plan, indexer };
+  return { entries: [...edits, ...chain.append([contextEditsEntry({ editIds: edits.map((e) => e.id) })])], plan, indexer, context };
 }
 
 /** Why summaries and chains were withheld: what Pi sends would have grown from `from` to `to`. */

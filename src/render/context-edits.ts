@@ -22,7 +22,7 @@
  * - the latest assistant message's thinking is never changed (asserted).
  */
 import { isDeepStrictEqual } from "node:util";
-import { isEditableTarget, projectContext, type ContextItem } from "../context/projection.js";
+import { type BranchContext, isEditableTarget, projectContext, type ContextItem } from "../context/projection.js";
 import { isStubText, type PairingRules, stubRef, walkToolPairs } from "../context/vocabulary.js";
 import type { AgentMessage, ContextEditEntry, SessionEntry } from "../session/types.js";
 import { CondenseError } from "../util/errors.js";
@@ -156,10 +156,11 @@ function toolTurns(visible: ContextItem[]): Map<number, number[]> {
  * @param ctx the index of that branch, the configuration and its protection test, and stock Pi's
  *   wording (`{ target: "pi", recovery }`)
  * @param ownEditIds ids of the `context_edit` entries condense wrote (`entries/read.ts` `ownContextEditIds`)
+ * @param projected Pi's projection of `branch`, when the caller has it (`extendContext`; else projected here)
  * @throws CondenseError (exit 1) when a plan would change the latest assistant message's thinking (a bug)
  */
-export function planContextEdits(branch: SessionEntry[], ctx: PruneContext, ownEditIds: ReadonlySet<string>): ContextEditPlan {
-  const context = projectContext(branch);
+export function planContextEdits(branch: SessionEntry[], ctx: PruneContext, ownEditIds: ReadonlySet<string>, projected?: BranchContext): ContextEditPlan {
+  const context = projected ?? projectContext(branch);
   // As Pi runs the extension's handler: the render sees the context without its system messages.
   const visible = context.items.filter((i) => i.message.role !== "system");
   const desired = desiredStates(visible, ctx);

@@ -4,7 +4,7 @@
  * conversion to what pi-ai receives.
  */
 import type { PruneConfig } from "../config/config.js";
-import { compactedMessageTimestamps, convertToLlm, projectBranch, type ContextItem } from "../context/projection.js";
+import { type BranchContext, compactedMessageTimestamps, convertToLlm, projectBranch, type ContextItem } from "../context/projection.js";
 import { ToolCallIndexer } from "../prune/indexer.js";
 import { protectionTest } from "../prune/protect.js";
 import type { AgentMessage, Message, SessionEntry } from "../session/types.js";
@@ -35,9 +35,10 @@ export interface Rendered {
 /**
  * Render a branch (root → leaf, including any entries a run would append).
  * @param indexer the index rebuilt from that branch (built when omitted)
+ * @param context Pi's projection of that branch, when the caller has it (`extendContext`; else projected here)
  */
-export function renderBranch(branch: SessionEntry[], config: PruneConfig, indexer?: ToolCallIndexer): Rendered {
-  return renderItems(projectBranch(branch), {
+export function renderBranch(branch: SessionEntry[], config: PruneConfig, indexer?: ToolCallIndexer, context?: BranchContext): Rendered {
+  return renderItems(context?.items ?? projectBranch(branch), {
     indexer: indexer ?? ToolCallIndexer.fromBranch(branch),
     config,
     isProtected: protectionTest(config),
