@@ -7,6 +7,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { extendContext, projectContext } from "../src/context/projection.js";
+import { contextOccurrences } from "../src/prune/occurrences.js";
 import { loadSession } from "../src/session/session.js";
 import type { SessionEntry } from "../src/session/types.js";
 import { SHARED_SESSIONS, sharedSessionFiles } from "./helpers.js";
@@ -90,5 +91,31 @@ describe("extendContext", () => {
       if (k < 0) continue;
       expect(extendContext(projectContext(branch.slice(0, k)), branch, k)).toEqual(projectContext(branch));
     }
+  });
+});
+
+describe("contextOccurrences with a base", () => {
+  it("shares the base's reading when only messages without results follow it, and reads again otherwise", () => {
+    const base = branchOf(3);
+    const baseContext = projectContext(base);
+    const baseItems = baseContext.items;
+    const known = contextOccurrences(baseItems);
+    expect(known.results.map((r) => r.entry.id)).toEqual(["e2", "e6", "e10"]);
+    const summary = { type: "custom_message", customType: "context-prune-summary", content: "summary", display: false, details: {} };
+    const withSummary = extendContext(baseContext, appendTo(base, [summary]), base.length).items;
+    expect(contextOccurrences(withSummary, baseItems)).toBe(known);
+    expect(contextOccurrences(withSummary, baseItems)).toEqual(contextOccurrences([...withSummary]));
+    // A further turn brings a result: read again (and the same as reading from scratch).
+    const more = appendTo(base, [
+      summary,
+      { type: "message", message: { role: "assistant", content: [{ type: "toolCall", id: "c9", name: "bash", arguments: {} }], timestamp: 9001 } },
+      { type: "message", message: { role: "toolResult", toolCallId: "c9", toolName: "bash", content: [], timestamp: 9002 } },
+    ]);
+    const withTurn = extendContext(baseContext, more, base.length).items;
+    const read = contextOccurrences(withTurn, baseItems);
+    expect(read).not.toBe(known);
+    expect(read.results.map((r) => r.entry.id)).toEqual(["e2", "e6", "e10", "x14"]);
+    // Other item objects (a projection of its own): read again.
+    expect(contextOccurrences(projectContext(appendTo(base, [summary])).items, baseItems)).not.toBe(known);
   });
 });

@@ -193,7 +193,8 @@ function finishPlan(
   // Only the render is wanted: for the extension, what follows does not change it. (Stock Pi's
   // edits do change with the recovery index and the tail: they are planned for the `pi` target.)
   if (options.renderOnly && !forStockPi) return { entries: draft, after, final: after, recovery: NO_RECOVERY, edits: null, piOnlyAfter: after.beforeAgent };
-  const recovery = planRecovery(after, parts.indexer, view.config, { sessionPath: options.targetPath, sessionId: view.session.id });
+  const target = { sessionPath: options.targetPath, sessionId: view.session.id };
+  const recovery = planRecovery(after, parts.indexer, view.config, target, view.rendered.handler?.items);
   const written: SessionEntry[] = [...draft, ...chain.append([...(recovery.entry ? [recovery.entry] : []), ...parts.tail])];
   // The after-render is done with `draftIndex`: it is extended in place by what follows the draft.
   const native = forStockPi

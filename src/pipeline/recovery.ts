@@ -7,6 +7,7 @@
  *   context share: condense leaves them raw, since a stub could not tell them apart.
  */
 import type { PruneConfig } from "../config/config.js";
+import type { ContextItem } from "../context/projection.js";
 import type { DiagnosticData } from "../entries/types.js";
 import { backfill } from "../prune/backfill.js";
 import type { ToolCallIndexer } from "../prune/indexer.js";
@@ -48,11 +49,19 @@ export interface RecoveryTarget {
  * Index the results a render removes that nothing recovers yet.
  * @param rendered the render the entries are planned against (its handler view and prune result)
  * @param indexer the index as it will be after the entries planned before this one; updated
+ * @param baseItems the handler's items of the branch as read, whose reading of the tool results
+ *   `rendered`'s shares when only messages without results follow them (`contextOccurrences`)
  */
-export function planRecovery(rendered: Rendered, indexer: ToolCallIndexer, config: PruneConfig, target: RecoveryTarget): RecoveryPlan {
+export function planRecovery(
+  rendered: Rendered,
+  indexer: ToolCallIndexer,
+  config: PruneConfig,
+  target: RecoveryTarget,
+  baseItems?: readonly ContextItem[],
+): RecoveryPlan {
   if (!rendered.handler) return { entry: null, sidecars: [], recovered: [] };
   const { items, pruned } = rendered.handler;
-  const occurrences = contextOccurrences(items);
+  const occurrences = contextOccurrences(items, baseItems);
   const dropped = droppedResults(occurrences, pruned.phases[0]?.messages ?? pruned.messages, pruned.messages, pruned.relocated);
   const pairs = recoveryRecords(dropped, indexer);
   const done = backfill(

@@ -54,14 +54,26 @@ const read = new WeakMap<readonly ContextItem[], ContextOccurrences>();
  * check, the planner and the recovery index of one render share the reading; items are never
  * changed after projection).
  * @param items Pi's projection of the branch (`projectContext(branch).items`)
+ * @param base the items of a shorter branch whose reading is shared when `items` is `base` (the
+ *   same item objects) followed by no tool result: results pair only with calls before them, so the
+ *   messages after the last of them change nothing (a run's summaries after the branch as read)
  */
-export function contextOccurrences(items: readonly ContextItem[]): ContextOccurrences {
+export function contextOccurrences(items: readonly ContextItem[], base?: readonly ContextItem[]): ContextOccurrences {
   let occurrences = read.get(items);
   if (!occurrences) {
-    occurrences = readOccurrences(items);
+    const known = base ? read.get(base) : undefined;
+    occurrences = known && base && extendsWithoutResults(items, base) ? known : readOccurrences(items);
     read.set(items, occurrences);
   }
   return occurrences;
+}
+
+/** True when `items` starts with the very items of `base` and holds no tool result after them. */
+function extendsWithoutResults(items: readonly ContextItem[], base: readonly ContextItem[]): boolean {
+  if (items.length < base.length) return false;
+  for (let k = 0; k < base.length; k++) if (items[k] !== base[k]) return false;
+  for (let k = base.length; k < items.length; k++) if (items[k].message.role === "toolResult") return false;
+  return true;
 }
 
 function readOccurrences(items: readonly ContextItem[]): ContextOccurrences {
