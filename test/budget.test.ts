@@ -333,6 +333,16 @@ describe("Pi's auto-compaction at a request without tool calls: one place for bu
     );
   });
 
+  it("on a 60-column terminal where the compact table without its window is still too wide, Δ pts goes too", async () => {
+    const text = (await runCliWith({ COLUMNS: "60" }, "budget", path.join(SHARED_SESSIONS, "pimono-compact-hooks.v1.jsonl"), "--no-chart")).stdout;
+    const lines = text.split("\n");
+    const start = lines.findIndex((l) => l.startsWith("turn "));
+    const table = lines.slice(start, lines.indexOf("", start));
+    expect(table[0]).toBe("turn    tokens  fraction  fires   Pi ~tokens  Pi");
+    expect(table).toContain(" 296   183,942     92.0%  budget     183,831  compacts");
+    expect(Math.max(...table.map((l) => l.length))).toBeLessThanOrEqual(60);
+  });
+
   it("report says the same turn (not `turn —`), in its table and its JSON", async () => {
     const json = JSON.parse((await runCli("report", file, "--json")).stdout);
     expect(json.sessions[0].budget.summary.piCompactions).toEqual([place]);

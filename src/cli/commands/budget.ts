@@ -104,6 +104,8 @@ const signedPct = (f: number | null) => (f === null ? "—" : `${f >= 0 ? "+" : 
 /** Columns of the turn table: every one, and the ones kept below {@link COMPACT_BELOW} columns. */
 const HEAD = ["turn", "entry", "line", "model", "tokens", "window", "level", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"];
 const COMPACT = new Set(["turn", "tokens", "window", "fraction", "Δ pts", "fires", "Pi ~tokens", "Pi"]);
+/** Columns the compact table gives up, in this order, on a terminal too narrow for it. */
+const NARROW_DROPS = ["window", "Δ pts"];
 const RIGHT = new Set(["turn", "line", "tokens", "window", "level", "fraction", "Δ pts", "Pi ~tokens"]);
 const MODEL = HEAD.indexOf("model");
 const MIN_MODEL = 12;
@@ -130,7 +132,7 @@ const cut = (text: string, width: number) => (text.length > width ? `${text.slic
 
 /**
  * The turn table, two spaces between columns: every column when the terminal is wide enough (the
- * model cut to fit), else the compact set (without the window where even that does not fit).
+ * model cut to fit), else the compact set (without the window, then Δ pts, where even that does not fit).
  * @returns the lines, and whether the compact set was used
  */
 function formatRows(rows: PiCompactionRow[], out: Output, width: number): { lines: string[]; compact: boolean } {
@@ -145,9 +147,11 @@ function formatRows(rows: PiCompactionRow[], out: Output, width: number): { line
     cells = rows.map((r) => rowCells(r, true));
     keep = keep.filter((i) => COMPACT.has(HEAD[i]));
     widths = widthsOf(cells, keep);
-    // Narrower still (a 60-column terminal): the window goes; the wide table and --json keep it.
-    if (lineWidth(widths) > width) {
-      keep = keep.filter((i) => HEAD[i] !== "window");
+    // Narrower still (a 60-column terminal): the window goes, then Δ pts (the fires column names a
+    // delta flush); the wide table and --json keep them.
+    for (const drop of NARROW_DROPS) {
+      if (lineWidth(widths) <= width) break;
+      keep = keep.filter((i) => HEAD[i] !== drop);
       widths = widthsOf(cells, keep);
     }
   } else if (lineWidth(widths) > width) widths[keep.indexOf(MODEL)] = room;
