@@ -3,7 +3,7 @@
  * are condense's own (every complete line by position, length and hash; a fragment only where our
  * next line starts and shorter than it), and what settling leaves — exact bytes for each layout.
  */
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -102,7 +102,7 @@ describe("settleJournal on a file", () => {
       owner: { pid: 1, host: "h" },
       startedAt: "2026-01-01T00:00:00.000Z",
     };
-    writeDurable(journalPath(file), JSON.stringify(journal));
+    writeDurable(journalPath(file), JSON.stringify(journal), file);
     return { file, journal };
   }
 
@@ -168,6 +168,30 @@ describe("settleJournal on a file", () => {
     const records = readUndoRecords(file);
     expect(records.length).toBe(UNDO_KEEP);
     expect(records.at(-1)?.writeId).toBe(`w${n}`);
+  });
+});
+
+describe("writeDurable's mode", () => {
+  it("0600, plus the session's read access for group and others (so whoever reads the session reads its journal)", () => {
+    const tmp = makeTempDir("journal-mode");
+    const mask = process.umask(0o022);
+    try {
+      for (const [sessionMode, expected] of [
+        [0o644, 0o644],
+        [0o640, 0o640],
+        [0o600, 0o600],
+        [0o666, 0o644],
+      ] as const) {
+        const session = path.join(tmp.dir, `s${sessionMode.toString(8)}.jsonl`);
+        writeFileSync(session, "{}\n");
+        chmodSync(session, sessionMode);
+        writeDurable(journalPath(session), "{}", session);
+        expect((statSync(journalPath(session)).mode & 0o777).toString(8)).toBe(expected.toString(8));
+      }
+    } finally {
+      process.umask(mask);
+      tmp.cleanup();
+    }
   });
 });
 

@@ -71,6 +71,16 @@ describe("no session argument: the session pi --continue opens", () => {
     expect(piContinue(cwd)).toBe(b);
   });
 
+  it("links that lead nowhere (a loop, a missing target) are no session to continue; the newest real one is", async () => {
+    const { agent, cwd, env } = world();
+    const dir = path.join(agent, "sessions", cwdFolderName(cwd));
+    const a = session(dir, "a.jsonl", hdr("a", cwd), 1_700_000_100);
+    symlinkSync(path.join(dir, "y.jsonl"), path.join(dir, "x.jsonl"));
+    symlinkSync(path.join(dir, "x.jsonl"), path.join(dir, "y.jsonl"));
+    symlinkSync(path.join(dir, "missing.jsonl"), path.join(dir, "z.jsonl"));
+    expect(await latestSessionFor(cwd, env)).toBe(a);
+  });
+
   it("blank and non-JSON lines before the header are skipped, as Pi's header scan does", async () => {
     const { agent, cwd, env } = world();
     const dir = path.join(agent, "sessions", cwdFolderName(cwd));

@@ -7,7 +7,7 @@
  * (runuser) when the tests run as root; the error mapping of the append itself is tested directly.
  */
 import { spawnSync } from "node:child_process";
-import { chmodSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendOpenError, FileChangedError, notWritableMessage } from "../src/session/writer.js";
@@ -234,6 +234,23 @@ describe.skipIf(process.platform === "win32" || (isRoot && !nobodyCanRun()))("a 
     expect(readFileSync(out).subarray(0, original.length).equals(original)).toBe(true);
     expect(readFileSync(out).length).toBe(original.length + bytesAppended);
     expect(readFileSync(file).equals(torn)).toBe(true);
+    // query says it too, terminal or not: what it can recover depends on it.
+    const query = condense(dir, "query", "t1", "--session", "ro.jsonl");
+    expect(query.stderr.split("\n")[0]).toBe(`warning: ${note}`);
+    // A journal this user may not read (another user's): the whole file is read, and said so.
+    if (isRoot) {
+      chownSync(`${file}.condense-journal`, 0, 0);
+      chmodSync(`${file}.condense-journal`, 0o600);
+      const whole = condense(dir, "render", "ro.jsonl", "--stats");
+      expect(whole.code, whole.stderr).toBe(0);
+      expect(whole.stderr).toContain(
+        `warning: ${file}:115 (byte ${torn.length}): its interrupted write cannot be settled here (EACCES: permission denied, open '${file}.condense-journal'), ` +
+          `and its journal ${file}.condense-journal cannot be read (EACCES); reading the whole file, that write's bytes too\n`,
+      );
+      const dryUndo = condense(dir, "undo", "ro.jsonl", "--dry-run");
+      expect(dryUndo.code).toBe(1);
+      expect(dryUndo.stderr).toContain(`an interrupted condense write is pending (${file}.condense-journal)`);
+    }
   });
 
   it("a folder this user may not list: naming it or a file in it says so (exit 2); in an archive it is one failure, the rest measured", () => {

@@ -139,7 +139,7 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
   if (notWritable && !options.dryRun) throw new CondenseError(notWritable, 1);
   if (notWritable) {
     // Settling an interrupted write needs writing; until then no one can say what undo would remove.
-    const pending = readJournal(path);
+    const pending = pendingJournal(path);
     if (pending) throw new CondenseError(`${notWritable}, and a dry run cannot say what undo would remove: ${pendingWrite(path, pending.op)}`, 1);
     return { ...(await planUndo(path, options)).result, wouldRefuse: notWritable };
   }
@@ -167,8 +167,18 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
  * journal is beside it, and which of its bytes stay is decided only by settling it (session/recover.ts
  * `settleJournal`), which writes.
  */
-const pendingWrite = (path: string, op: string) =>
-  `an interrupted condense ${op} write is pending (${journalPath(path)}), and only settling it, which needs write access, decides which of its bytes stay`;
+const pendingWrite = (path: string, op: string | undefined) =>
+  `an interrupted condense ${op ? `${op} ` : ""}write is pending (${journalPath(path)}), and only settling it, which needs write access, decides which of its bytes stay`;
+
+/** The journal beside the session, `{}` when it is there but this user may not read it, or null. */
+function pendingJournal(path: string): { op?: string } | null {
+  try {
+    return readJournal(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EACCES" && existsSync(journalPath(path))) return {};
+    throw error;
+  }
+}
 
 /**
  * What undoing the last write would do: the result as reported, the record, the migration to put

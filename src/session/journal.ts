@@ -14,7 +14,7 @@
  * are condense's own; {@link settleJournal} (session/recover.ts) acts on it.
  */
 import { createHash, hash, randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
 
@@ -132,14 +132,19 @@ export function fsyncDir(dir: string): void {
 export const temporaryOf = (path: string): string => `${path}.tmp`;
 
 /**
- * Write a small file durably: a temporary name (0600; a leftover of a killed writer is replaced —
- * only the lock holder writes these), fsync, rename, fsync of the folder. The caller holds the lock.
+ * Write a small file durably: a temporary name (a leftover of a killed writer is replaced — only
+ * the lock holder writes these), fsync, rename, fsync of the folder. The caller holds the lock.
+ * Mode 0600, plus read access for the group and others where `session` grants it (the umask may
+ * narrow it): whoever may read the session may read its journal and undo records, which readers
+ * read around an interrupted write and `undo` reads.
+ * @param session the session the file sits beside
  */
-export function writeDurable(path: string, text: string, onWritten: () => void = () => undefined): void {
+export function writeDurable(path: string, text: string, session: string, onWritten: () => void = () => undefined): void {
   const tmp = temporaryOf(path);
   rmSync(tmp, { force: true });
+  const readable = (statSync(session, { throwIfNoEntry: false })?.mode ?? 0) & 0o044;
   try {
-    const fd = openSync(tmp, "wx", 0o600);
+    const fd = openSync(tmp, "wx", 0o600 | readable); // the umask may narrow it
     try {
       writeFileSync(fd, text);
       fsyncSync(fd);
@@ -247,7 +252,7 @@ export function commitJournal(journal: JournalRecord, onRecorded: () => void = (
   };
   const kept = readUndoRecords(journal.session).filter((r) => r.writeId !== journal.writeId);
   const all = [...kept, record].slice(-UNDO_KEEP);
-  writeDurable(undoPath(journal.session), all.map((r) => `${JSON.stringify(r)}\n`).join(""));
+  writeDurable(undoPath(journal.session), all.map((r) => `${JSON.stringify(r)}\n`).join(""), journal.session);
   onRecorded();
   removeJournal(journal.session);
   return record;

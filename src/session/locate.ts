@@ -35,8 +35,8 @@ export function cwdFolderName(cwd: string): string {
 /**
  * Every `*.jsonl` file below `dir`, sorted by path: regular files and symbolic links to regular
  * files (Pi lists a session folder by name and follows links); linked folders are not entered, so
- * a link cycle cannot loop, and a link that leads nowhere (a missing target, a loop of links, a
- * target this user may not reach) names no file. A subfolder this user may not list is in
+ * a link cycle cannot loop, and a link that leads nowhere (a missing target, a loop of links)
+ * names no file; one to a target this user may not reach is listed (reading it fails, saying why). A subfolder this user may not list is in
  * `unlisted` (path and errno code), so that a command over many sessions reports it and goes on.
  * @throws the error of listing `dir` itself (EACCES, ENOTDIR, …)
  */
@@ -46,8 +46,9 @@ export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: { pat
   const isFileBehindLink = (full: string) => {
     try {
       return statSync(full, { throwIfNoEntry: false })?.isFile() === true;
-    } catch {
-      return false; // ELOOP, EACCES: no file to read there
+    } catch (error) {
+      // A loop leads nowhere; a target this user may not reach is a session that fails, said so.
+      return (error as NodeJS.ErrnoException).code === "EACCES";
     }
   };
   const walk = (d: string) => {
@@ -183,15 +184,24 @@ function howToName(naming: SessionNaming): string {
  */
 export async function latestSessionFor(cwd: string, env: NodeJS.ProcessEnv = process.env, naming: SessionNaming = "argument"): Promise<string> {
   const { dir, filterCwd } = continueFolder(cwd, env);
+  // A link that leads nowhere, or a file this user may not read, is no session to continue.
+  const mtimeOf = (p: string) => {
+    try {
+      return statSync(p, { throwIfNoEntry: false })?.mtimeMs;
+    } catch {
+      return undefined;
+    }
+  };
   const files = existsSync(dir)
-    ? readdirSync(dir)
+    ? listFolder(dir)
         .filter((f) => f.endsWith(".jsonl"))
         .map((f) => join(dir, f))
-        .map((p) => ({ p, mtime: statSync(p).mtimeMs }))
+        .map((p) => ({ p, mtime: mtimeOf(p) }))
+        .filter((f): f is { p: string; mtime: number } => f.mtime !== undefined)
         .sort((a, b) => b.mtime - a.mtime)
     : [];
   for (const { p } of files) {
-    const header = await peekHeader(p);
+    const header = await peekHeader(p).catch(() => null);
     if (header && (!filterCwd || (typeof header.cwd === "string" && header.cwd !== "" && resolve(cwd, header.cwd) === resolve(cwd)))) return p;
   }
   throw new UsageError(
@@ -285,6 +295,19 @@ function statArgument(arg: string, full: string): Stats | null {
     const code = (error as NodeJS.ErrnoException).code ?? "";
     if (code === "ENOTDIR") return null;
     throw new UsageError(`${arg}: cannot read: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
+  }
+}
+
+/**
+ * The names in a folder, in directory order.
+ * @throws UsageError (exit 2) when this user may not list it, saying why
+ */
+function listFolder(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    throw new UsageError(`${dir}: cannot list the folder: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
   }
 }
 

@@ -114,10 +114,21 @@ async function settleOnOpen(path: string, mode: "read" | "write"): Promise<{ set
   }
 }
 
-/** A journal that cannot be settled now (`why`): read the session up to the write it records. */
+/**
+ * A journal that cannot be settled now (`why`): read the session up to the write it records — or,
+ * when this user may not read the journal either (another user's, from before journals took the
+ * session's read access), the whole file, saying so.
+ */
 function readBeforeWrite(real: string, why: Error): { readLimit?: number; note?: string } {
-  const journal = readJournal(real);
   const cause = why instanceof FileLockedError ? "a condense write to it is in progress" : `its interrupted write cannot be settled here (${why.message})`;
+  let journal: ReturnType<typeof readJournal>;
+  try {
+    journal = readJournal(real);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    if (!NOT_WRITABLE_CODES.has(code)) throw error;
+    return { note: `${cause}, and its journal ${journalPath(real)} cannot be read (${code}); reading the whole file, that write's bytes too` };
+  }
   return journal ? { readLimit: journal.preSize, note: `${cause}; reading the session as it was before that write` } : {};
 }
 

@@ -166,6 +166,7 @@ function dropRecord(session: string, record: UndoRecord): void {
         .slice(-UNDO_KEEP)
         .map((r) => `${JSON.stringify(r)}\n`)
         .join(""),
+      session,
     );
   else rmSync(undoPath(session), { force: true });
   fsyncDir(dirname(session));

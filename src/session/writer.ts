@@ -321,7 +321,7 @@ async function commitAppend(
     ...(options.migration ? { migration: options.migration } : {}),
   };
   try {
-    writeDurable(journalPath(session.path), JSON.stringify(journal), () => faultPoint("journal-tmp"));
+    writeDurable(journalPath(session.path), JSON.stringify(journal), session.path, () => faultPoint("journal-tmp"));
   } catch (error) {
     throw new CondenseError(
       `${session.path}: cannot write ${journalPath(session.path)}: ${describeError(error as NodeJS.ErrnoException)}; nothing was written`,

@@ -166,7 +166,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
     const session = await openSession(files[0], "read");
     // The lines Pi skips are said to a person at a terminal; an agent recovering an output through
     // Pi's bash tool (no terminal) would read them on every recovery, about nothing it asked for.
-    if (process.stderr.isTTY) for (const w of session.warnings) out.warn(formatWarning(w));
+    // An interrupted write read around changes what can be recovered: that one is always said.
+    for (const w of session.warnings) if (process.stderr.isTTY || w.kind === "interrupted-write") out.warn(formatWarning(w));
     const indexer = ToolCallIndexer.fromBranch(session.branch);
     // Sidecars only from the session's own blobs folder, next to its real path (a fork: its parent's too).
     const folders = sidecarFolders(realpathSync(session.path), session.id, await forkParent(session.header?.parentSession, session.path));
