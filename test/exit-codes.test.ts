@@ -77,4 +77,13 @@ describe("among several sessions: the unusable one fails (exit 1), the others ar
       });
     }
   }
+
+  it("the human report ends saying how many failed, for compact as for run", async () => {
+    for (const name of ["run", "compact"]) {
+      const good = copyInto(tmp.dir, path.join(FIXTURES, "example-session.jsonl"), `good-${name}-summary.jsonl`);
+      const r = await runCli(name, good, nonJson, "--dry-run");
+      expect(r.code).toBe(1);
+      expect(r.stderr.endsWith("error: 1 of 2 sessions failed (listed above); the others were processed\n")).toBe(true);
+    }
+  });
 });
