@@ -36,8 +36,9 @@ export function cwdFolderName(cwd: string): string {
  * Every `*.jsonl` file below `dir`, sorted by path: regular files and symbolic links to regular
  * files (Pi lists a session folder by name and follows links); linked folders are not entered, so
  * a link cycle cannot loop, and a link that leads nowhere (a missing target, a loop of links)
- * names no file; one to a target this user may not reach is listed (reading it fails, saying why). A subfolder this user may not list is in
- * `unlisted` (path and errno code), so that a command over many sessions reports it and goes on.
+ * names no file; one to a target this user may not reach is listed (reading it fails, saying
+ * why). A subfolder this user may not list is in `unlisted` (path and errno code), so that a
+ * command over many sessions reports it and goes on.
  * @throws the error of listing `dir` itself (EACCES, ENOTDIR, …)
  */
 export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: { path: string; code: string }[] } {
