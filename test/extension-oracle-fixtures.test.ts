@@ -102,7 +102,9 @@ describe.skipIf(!present)("the pi-condense extension in Pi 1.6 sends what conden
     } = suite.get(STILL_WRITTEN)!;
     compareState(`${STILL_WRITTEN} before run`, c.before, before, figures);
     expect(c.run.code).toBe(2);
-    expect(c.run.stderr).toMatch(/the final line \(line \d+, byte \d+\) is cut off mid-object \(the file may still be being written\); refusing to write to it/);
+    expect(c.run.stderr).toMatch(
+      /the final line \(line \d+, byte \d+\) is cut off mid-object \(the file may still be being written\); refusing to write to it/,
+    );
     expect(c.after).toBeNull();
   });
 

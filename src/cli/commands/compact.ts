@@ -176,7 +176,8 @@ export function registerCompact(program: Command, exit: ExitState): void {
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched; else, as run says it, how many failed.
     if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
-    else if (failures.length > 0 && files.length > 1) out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were processed`);
+    else if (failures.length > 0 && files.length > 1)
+      out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were processed`);
   });
 }
 
