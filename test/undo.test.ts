@@ -220,12 +220,18 @@ function spawnHolder(file: string) {
   return spawn(process.execPath, ["-e", `require("fs").openSync(${JSON.stringify(file)}, "r"); setInterval(() => {}, 1000);`], { stdio: "ignore" });
 }
 
-describe("an undo killed after its truncation", () => {
+describe("a condense killed at a fault point (CONDENSE_TEST_FAULT: the built CLI, built once)", () => {
   let cli: ReturnType<typeof buildCli>;
   beforeAll(() => {
     cli = buildCli("undo");
   }, 120_000);
   afterAll(() => cli?.cleanup());
+
+  /** `condense <args>`, killed (SIGKILL) at `fault`. */
+  function killedAt(fault: string, ...args: string[]): void {
+    const killed = spawnSync(process.execPath, [cli.bin, ...args], { env: { ...process.env, ...env, CONDENSE_TEST_FAULT: fault }, encoding: "utf8" });
+    expect(killed.signal).toBe("SIGKILL");
+  }
 
   it("leaves the file undone and its record; the next undo finishes (sidecars and record gone)", async () => {
     const dir = path.join(tmp.dir, "killed");
@@ -236,11 +242,7 @@ describe("an undo killed after its truncation", () => {
     const r = await runCli(["run", file, "--json", ...SPILL], env);
     const sidecars = JSON.parse(r.stdout).sessions[0].sidecars;
     expect(sidecars).toBeGreaterThan(0);
-    const killed = spawnSync(process.execPath, [cli.bin, "undo", file], {
-      env: { ...process.env, ...env, CONDENSE_TEST_FAULT: "step:undo-truncated" },
-      encoding: "utf8",
-    });
-    expect(killed.signal).toBe("SIGKILL");
+    killedAt("step:undo-truncated", "undo", file);
     expect(readFileSync(file).equals(original)).toBe(true);
     expect(existsSync(undoPath(file))).toBe(true);
     const dry = await runCli(["undo", file, "--dry-run"], env);
@@ -255,15 +257,8 @@ describe("an undo killed after its truncation", () => {
     );
     expect(filesBelow(dir)).toEqual(["k.jsonl"]);
   });
-});
 
-describe("undo with an interrupted write beside the session settles it first and says so", () => {
-  let cli: ReturnType<typeof buildCli>;
-  beforeAll(() => {
-    cli = buildCli("undo-settle");
-  }, 120_000);
-  afterAll(() => cli?.cleanup());
-
+  // Undo with an interrupted write beside the session settles it first and says so.
   /** A copy of a shared session, then `condense run` on it killed at `fault`. */
   function interrupted(name: string, fault: string): { file: string; original: Buffer } {
     const dir = path.join(tmp.dir, name);
@@ -271,12 +266,11 @@ describe("undo with an interrupted write beside the session settles it first and
     const file = path.join(dir, "t.jsonl");
     copyFileSync(path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), file);
     const original = readFileSync(file);
-    const killed = spawnSync(process.execPath, [cli.bin, "run", file, "-q"], { env: { ...process.env, ...env, CONDENSE_TEST_FAULT: fault }, encoding: "utf8" });
-    expect(killed.signal).toBe("SIGKILL");
+    killedAt(fault, "run", file, "-q");
     return { file, original };
   }
 
-  it("a torn write is rolled back; the refusal says that is all that changed", async () => {
+  it("undo after a torn write rolls it back first; the refusal says that is all that changed", async () => {
     const { file, original } = interrupted("settle-torn", "append:5000");
     expect(statSync(file).size).toBe(original.length + 5000);
     const u = await runCli(["undo", file], env);
@@ -289,7 +283,7 @@ describe("undo with an interrupted write beside the session settles it first and
     expect(readFileSync(file).equals(original)).toBe(true);
   });
 
-  it("a complete write that was not confirmed is kept, then undone, with a warning (--json: settled)", async () => {
+  it("undo after a complete write that was not confirmed keeps it, then undoes it, with a warning (--json: settled)", async () => {
     const kept = "a condense run write that was not confirmed is complete; kept";
     const first = interrupted("settle-complete", "step:appended");
     const u = await runCli(["undo", first.file], env);

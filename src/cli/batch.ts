@@ -143,6 +143,15 @@ export function interruptedJson(split: { results: unknown[]; failures: unknown[]
 }
 
 /**
+ * The line that ends a batch in which some sessions failed — `2 of 5 sessions failed (listed
+ * above); the others were processed` (`theOthers`: what became of them) — or null when none failed
+ * or there was one session (its own error says it all).
+ */
+export function failedSessionsMessage(failed: number, total: number, theOthers: string): string | null {
+  return failed > 0 && total > 1 ? `${failed} of ${total} sessions failed (listed above); the others ${theOthers}` : null;
+}
+
+/**
  * The line that ends an interrupted batch: for a single session cut short `<file>: interrupted;
  * nothing was written` (reading: `<file>: interrupted`), else {@link interruptedLine}.
  */

@@ -3,8 +3,10 @@
  * narrow tables, byte sizes, signed percentages.
  */
 
-/** `12,345`. */
-export const n = (x: number): string => x.toLocaleString("en-US");
+import { groupDigits } from "../util/text.js";
+
+/** `12,345` (util/text.ts {@link groupDigits}). */
+export const n: (x: number) => string = groupDigits;
 
 /** `1.2 MB`, `340 KB`, `12 B`. */
 export function formatBytes(bytes: number): string {

@@ -19,6 +19,7 @@ import { settleJournal } from "../session/recover.js";
 import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, migrationBackupProblem, removeWrite, restoreMigrated } from "../session/undo.js";
 import { journalPath, type MigrationFacts, readJournal, readUndoFile, undoPath, type UndoRecord } from "../session/journal.js";
 import { notWritableRefusal } from "../session/commit.js";
+import { isPermissionError } from "../session/writer.js";
 import { CondenseError, UsageError } from "../util/errors.js";
 
 export interface UndoOptions {
@@ -175,7 +176,7 @@ function pendingJournal(path: string): { op?: string } | null {
   try {
     return readJournal(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "EACCES" && existsSync(journalPath(path))) return {};
+    if (isPermissionError(error)) return {};
     throw error;
   }
 }

@@ -9,7 +9,7 @@ import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import pLimit from "p-limit";
-import { UsageError } from "../util/errors.js";
+import { errnoWords, UsageError } from "../util/errors.js";
 import { customSessionDir, expandPiPath } from "./pi-session-dir.js";
 
 /** `$PI_CODING_AGENT_DIR` (`~` expanded, as Pi does), default `~/.pi/agent`. */
@@ -37,13 +37,13 @@ export function cwdFolderName(cwd: string): string {
  * files (Pi lists a session folder by name and follows links); linked folders are not entered, so
  * a link cycle cannot loop, and a link that leads nowhere (a missing target, a loop of links)
  * names no file; one to a target this user may not reach is listed (reading it fails, saying
- * why). A subfolder this user may not list is in `unlisted` (path and errno code), so that a
- * command over many sessions reports it and goes on.
+ * why). A subfolder this user may not list is in `unlisted`, so that a command over many
+ * sessions reports it and goes on.
  * @throws the error of listing `dir` itself (EACCES, ENOTDIR, …)
  */
-export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: { path: string; code: string }[] } {
+export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: string[] } {
   const files: string[] = [];
-  const unlisted: { path: string; code: string }[] = [];
+  const unlisted: string[] = [];
   const isFileBehindLink = (full: string) => {
     try {
       return statSync(full, { throwIfNoEntry: false })?.isFile() === true;
@@ -58,7 +58,7 @@ export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: { pat
       names = readdirSync(d, { withFileTypes: true });
     } catch (error) {
       if (d === dir) throw error;
-      unlisted.push({ path: d, code: (error as NodeJS.ErrnoException).code ?? "EIO" });
+      unlisted.push(d);
       return;
     }
     for (const name of names) {
@@ -69,7 +69,7 @@ export function jsonlFilesBelow(dir: string): { files: string[]; unlisted: { pat
     }
   };
   walk(dir);
-  return { files: files.sort(), unlisted: unlisted.sort((a, b) => (a.path < b.path ? -1 : 1)) };
+  return { files: files.sort(), unlisted: unlisted.sort() };
 }
 
 /** What `peekHeader` returns: the header line's fields, unchecked beyond `type` and `id`. */
@@ -251,7 +251,7 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
       const { files, unlisted } = listArgument(arg, full);
       if (files.length === 0 && unlisted.length === 0) throw new UsageError(`${arg}: directory holds no *.jsonl session file`);
       // A subfolder that cannot be listed stays a path of its own: reading it fails, as one session's failure.
-      [...files, ...unlisted.map((u) => u.path)].sort().forEach(add);
+      [...files, ...unlisted].sort().forEach(add);
       continue;
     }
     if (st) {
@@ -276,14 +276,6 @@ export async function resolveSessionArgs(args: string[], options: { cwd?: string
   return out;
 }
 
-/** Why a path cannot be reached, in words (`permission denied`), for the errno codes a user meets. */
-const UNREACHABLE: Record<string, string> = {
-  EACCES: "permission denied",
-  EPERM: "operation not permitted",
-  ELOOP: "a loop of symbolic links",
-  ENAMETOOLONG: "the name is too long",
-};
-
 /**
  * The stat of a session argument, or null when nothing is there (ENOENT, ENOTDIR: then it may be a
  * glob or an id).
@@ -293,9 +285,8 @@ function statArgument(arg: string, full: string): Stats | null {
   try {
     return statSync(full, { throwIfNoEntry: false }) ?? null;
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "";
-    if (code === "ENOTDIR") return null;
-    throw new UsageError(`${arg}: cannot read: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
+    if ((error as NodeJS.ErrnoException).code === "ENOTDIR") return null;
+    throw new UsageError(`${arg}: cannot read: ${errnoWords(error)}`);
   }
 }
 
@@ -307,8 +298,7 @@ function listFolder(dir: string): string[] {
   try {
     return readdirSync(dir);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "";
-    throw new UsageError(`${dir}: cannot list the folder: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
+    throw new UsageError(`${dir}: cannot list the folder: ${errnoWords(error)}`);
   }
 }
 
@@ -320,8 +310,7 @@ function listArgument(arg: string, full: string): ReturnType<typeof jsonlFilesBe
   try {
     return jsonlFilesBelow(full);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "";
-    throw new UsageError(`${arg}: cannot list the folder: ${UNREACHABLE[code] ?? (error as Error).message} (${code})`);
+    throw new UsageError(`${arg}: cannot list the folder: ${errnoWords(error)}`);
   }
 }
 

@@ -9,9 +9,10 @@
  * (docs/design.md §4).
  */
 import { existsSync, realpathSync } from "node:fs";
-import { CondenseError, UsageError } from "../util/errors.js";
+import { CondenseError, errnoWords, UsageError } from "../util/errors.js";
 import { journalPath, readJournal, temporaryOf, undoPath } from "./journal.js";
 import { acquireSessionLock, FileLockedError } from "./lock.js";
+import { isPermissionError } from "./writer.js";
 import type { ReadWarning } from "./reader.js";
 import { type Settled, settleJournal } from "./recover.js";
 import { loadSession, whereIs, type Session } from "./session.js";
@@ -29,9 +30,7 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
     session = await loadSession(path, { limit: interrupted.readLimit });
   } catch (error) {
     if (error instanceof CondenseError) throw error;
-    const e = error as NodeJS.ErrnoException;
-    const why = READ_ERRORS[e.code ?? ""] ?? e.message;
-    throw new UsageError(`${path}: cannot read: ${why}`);
+    throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);
   }
   noteInterruptedWrite(session, interrupted);
   const tooLong = session.problems.find((p) => p.kind === "line-too-long");
@@ -65,19 +64,6 @@ export function formatWarning(w: ReadWarning): string {
   return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}${w.excerpt === "" ? "" : `: ${JSON.stringify(w.excerpt)}`}`;
 }
 
-/** Errno codes of a lock this user may not take (the folder or the lock refuses writing). */
-const NOT_WRITABLE_CODES = new Set(["EACCES", "EPERM", "EROFS"]);
-
-/** A failed read in words, by errno code (else the error's own message). */
-const READ_ERRORS: Record<string, string> = {
-  ENOENT: "no such file",
-  EISDIR: "is a directory",
-  ENOTREG: "not a regular file",
-  EACCES: "permission denied (EACCES)",
-  EPERM: "operation not permitted (EPERM)",
-  ELOOP: "a loop of symbolic links (ELOOP)",
-};
-
 /**
  * Settle a write journal left beside the session by an interrupted condense (any command does
  * this, under the lock). When a live condense holds the lock, a reader reads only the bytes before
@@ -100,14 +86,14 @@ async function settleOnOpen(path: string, mode: "read" | "write"): Promise<{ set
   } catch (error) {
     // A writer this user may not write for reads as a reader does; the write itself is refused
     // later, saying why (commit.ts notWritableRefusal); `--dry-run` and `--output` go on.
-    if (mode === "write" && !NOT_WRITABLE_CODES.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    if (mode === "write" && !isPermissionError(error)) throw error;
     return readBeforeWrite(real, error as Error);
   }
   try {
     return { settled: settleJournal(real) };
   } catch (error) {
     // The lock was taken but the session itself may not be written (settling truncates it).
-    if (!NOT_WRITABLE_CODES.has((error as NodeJS.ErrnoException).code ?? "")) throw error;
+    if (!isPermissionError(error)) throw error;
     return readBeforeWrite(real, error as Error);
   } finally {
     await lock.release();
@@ -125,9 +111,10 @@ function readBeforeWrite(real: string, why: Error): { readLimit?: number; note?:
   try {
     journal = readJournal(real);
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "";
-    if (!NOT_WRITABLE_CODES.has(code)) throw error;
-    return { note: `${cause}, and its journal ${journalPath(real)} cannot be read (${code}); reading the whole file, that write's bytes too` };
+    if (!isPermissionError(error)) throw error;
+    return {
+      note: `${cause}, and its journal ${journalPath(real)} cannot be read (${(error as NodeJS.ErrnoException).code}); reading the whole file, that write's bytes too`,
+    };
   }
   return journal ? { readLimit: journal.preSize, note: `${cause}; reading the session as it was before that write` } : {};
 }

@@ -52,6 +52,15 @@ export class FileChangedError extends CondenseError {
 /** errno codes that say the user may not write there (mode bits or ACLs, an immutable file, a read-only mount), not that the file changed. */
 const NOT_WRITABLE_CODES: Record<string, string> = { EACCES: "permission denied", EPERM: "operation not permitted", EROFS: "read-only file system" };
 
+/**
+ * True when `error` is this user being refused (a permission, a read-only mount: the codes of
+ * {@link notWritableMessage}) rather than a missing or damaged file.
+ */
+export function isPermissionError(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return code !== undefined && Object.hasOwn(NOT_WRITABLE_CODES, code);
+}
+
 /** How `run` and `compact` end a not-writable refusal: both take `--output`, which only reads the session. */
 export const NOT_WRITTEN_USE_OUTPUT = "nothing was written — use --output FILE to write the result to another file";
 

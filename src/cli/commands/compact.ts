@@ -13,7 +13,17 @@ import type { CompactFileResult } from "../../pipeline/compact-report.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { UsageError } from "../../util/errors.js";
 import { type ArchiveOptions, type ArchiveSelection, ndjsonPrinter, selectFiles, withArchiveOptions } from "../archive.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptOnSigint, positiveInt, interruptedMessage, settleBatch, splitOutcomes } from "../batch.js";
+import {
+  defaultJobs,
+  type FileOutcome,
+  failedSessionsMessage,
+  forEachSession,
+  interruptOnSigint,
+  positiveInt,
+  interruptedMessage,
+  settleBatch,
+  splitOutcomes,
+} from "../batch.js";
 import { type CommonOptions, type ExitState, tokensFlag, withCommonOptions } from "../options.js";
 import { sentContext } from "../../context/size.js";
 import { sentAs } from "../../pipeline/render.js";
@@ -175,9 +185,9 @@ export function registerCompact(program: Command, exit: ExitState): void {
     }
     for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
     // Last: after Ctrl-C, one line says what was done and what was left untouched; else, as run says it, how many failed.
+    const failed = failedSessionsMessage(failures.length, files.length, "were processed");
     if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
-    else if (failures.length > 0 && files.length > 1)
-      out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others were processed`);
+    else if (failed) out.error(failed);
   });
 }
 

@@ -18,7 +18,17 @@ import { TOKENIZER_NAMES, type TokenizerName } from "../../report/tokenizer.js";
 import { UsageError } from "../../util/errors.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { type ArchiveOptions, ndjsonPrinter, readArchiveLines, selectFiles, withArchiveOptions } from "../archive.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import {
+  defaultJobs,
+  type FileOutcome,
+  failedSessionsMessage,
+  forEachSession,
+  interruptedJson,
+  interruptedMessage,
+  interruptOnSigint,
+  positiveInt,
+  splitOutcomes,
+} from "../batch.js";
 import type { MetricsTaskOptions } from "../metrics-task.js";
 import { n as fmt, percentChange, shortCount } from "../format.js";
 import { warnIgnoredProjectSettings } from "../extension-status.js";
@@ -147,8 +157,8 @@ export function registerMetrics(program: Command, exit: ExitState): void {
     }
     const details = formatDiagnostics(rows);
     if (details) out.print(details);
-    if (interrupted) out.error(interruptedMessage(split, total, "read"));
-    else if (failures.length > 0 && total > 1) out.error(`${failures.length} of ${total} sessions failed (listed above); the others were measured`);
+    const closing = interrupted ? interruptedMessage(split, total, "read") : failedSessionsMessage(failures.length, total, "were measured");
+    if (closing) out.error(closing);
   });
 }
 

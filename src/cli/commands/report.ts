@@ -20,7 +20,17 @@ import { resolveSessionArgs } from "../../session/locate.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { checkWriteTarget } from "../../session/write-target.js";
 import { UsageError } from "../../util/errors.js";
-import { defaultJobs, type FileOutcome, forEachSession, interruptedJson, interruptedMessage, interruptOnSigint, positiveInt, splitOutcomes } from "../batch.js";
+import {
+  defaultJobs,
+  type FileOutcome,
+  failedSessionsMessage,
+  forEachSession,
+  interruptedJson,
+  interruptedMessage,
+  interruptOnSigint,
+  positiveInt,
+  splitOutcomes,
+} from "../batch.js";
 import { formatBytes, n, percentChange, shortCount } from "../format.js";
 import { Output, sessionLabels, wrapWords } from "../output.js";
 import { parseTokenCount } from "../units.js";
@@ -110,8 +120,10 @@ export function registerReport(program: Command, exit: ExitState): void {
     if (interrupted) {
       exit.code = 130;
       if (!options.json) out.error(interruptedMessage(split, files.length, options.html !== undefined ? "page" : "read"));
-    } else if (failures.length > 0 && files.length > 1)
-      out.error(`${failures.length} of ${files.length} sessions failed (listed above); the others are reported`);
+    } else {
+      const failed = failedSessionsMessage(failures.length, files.length, "are reported");
+      if (failed) out.error(failed);
+    }
   });
 }
 

@@ -17,6 +17,7 @@ import { type ArchiveOptions, type ArchiveSelection, ndjsonPrinter, selectFiles,
 import {
   defaultJobs,
   type FileOutcome,
+  failedSessionsMessage,
   forEachSession,
   type InterruptedJson,
   interruptedMessage,
@@ -233,7 +234,8 @@ function printOutcome(out: Output, run: RunOutcome): void {
   }
   for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
   // Failures were printed first and may have scrolled away: count them once more at the end.
-  if (failures.length > 0 && files > 1 && !interrupted) out.error(`${failures.length} of ${files} sessions failed (listed above); the others were processed`);
+  const failed = failedSessionsMessage(failures.length, files, "were processed");
+  if (failed && !interrupted) out.error(failed);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
   if (interrupted) out.error(interruptedMessage(run, files, run.dryRun ? "dry-run" : "write"));
 }
