@@ -6,7 +6,7 @@
  * A second Ctrl-C ends the process at once. The same without a terminal (SIGINT from a parent).
  */
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
@@ -63,8 +63,8 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
       const file = copyInto(tmp.dir, SOURCE, `single-${quiet}.jsonl`);
       const before = readFileSync(file);
       const run = start(`single-${quiet}`, ["run", file, "--model", "local/m1", ...(quiet ? ["-q"] : [])]);
-      if (!quiet) await waitFor("the spinner", () => run.screen().includes("summarizing with local/m1"));
-      await waitFor("the model requests", () => server.requests.length >= 4);
+      if (!quiet) await run.waitFor("the spinner", () => run.screen().includes("summarizing with local/m1"));
+      await run.waitFor("the model requests", () => server.requests.length >= 4);
       run.keys("C-c");
       expect(await run.exited()).toBe(130);
       expect(readFileSync(file).equals(before)).toBe(true);
@@ -81,7 +81,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const before = new Map(files.map((f) => [f, readFileSync(f)]));
     const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
     const run = start("archive", ["run", folder, "--model", "local/m1", "--jobs", "2"]);
-    await waitFor("a first session written", () => changed().length >= 1, 60_000);
+    await run.waitFor("a first session written", () => changed().length >= 1, 60_000);
     run.keys("C-c");
     expect(await run.exited()).toBe(130);
     const done = changed();
@@ -118,7 +118,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const files = Array.from({ length: 6 }, (_, i) => copyInto(folder, SOURCE, `d${i + 1}.jsonl`));
     const before = new Map(files.map((f) => [f, readFileSync(f)]));
     const run = start("dry-archive", ["run", folder, "--dry-run", "--no-cache", "--model", "local/m1", "--jobs", "2"]);
-    await waitFor("model requests", () => server.requests.length >= 12, 60_000);
+    await run.waitFor("model requests", () => server.requests.length >= 12, 60_000);
     run.keys("C-c");
     expect(await run.exited()).toBe(130);
     const lines = interruptLines(run.screen());
@@ -139,11 +139,15 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     ["compact", [], "compacting", " untouched (nothing was written to them); run the same command again to continue"],
   ];
   for (const [command, extra, progress, tail] of READS) {
-    it(`${[command, ...extra].join(" ")}: exit 130 and one closing line "interrupted: N of M sessions done, …"`, async () => {
+    // Once more on a failure: CI saw the writing compact's progress line not reach 1/24 within a
+    // minute, once in several runs (not reproduced here, also under load); a failed try's wait
+    // prints its screen to stderr, so it is in the log even when the second try passes.
+    it(`${[command, ...extra].join(" ")}: exit 130 and one closing line "interrupted: N of M sessions done, …"`, { timeout: 120_000, retry: 1 }, async () => {
       const name = `${command}${extra.join("")}`.replace(/[^a-z]/g, "");
       // A long folder name: the progress line is as wide as the terminal allows, where the `^C`
       // echo would wrap it and leave half of it on screen.
       const folder = path.join(tmp.dir, `large-${name}-${"x".repeat(120)}`);
+      rmSync(folder, { recursive: true, force: true }); // an earlier try's (a retried test)
       mkdirSync(folder);
       // Copies for the command that writes, else hard links to one copy (one file on disk).
       const writes = command === "compact" && extra.length === 0;
@@ -152,7 +156,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
       for (const f of files.slice(1)) writes ? copyFileSync(first, f) : linkSync(first, f);
       const before = new Map(files.map((f) => [f, readFileSync(f)]));
       const run = start(`large-${name}`, [command, folder, "--jobs", "1", ...extra]);
-      await waitFor("a session done", () => new RegExp(`${progress} [1-9]\\d*/24`).test(run.screen()), 60_000);
+      await run.waitFor("a session done", () => new RegExp(`${progress} [1-9]\\d*/24`).test(run.screen()), 60_000);
       run.keys("C-c");
       expect(await run.exited(60_000)).toBe(130);
       const lines = interruptLines(run.screen());
@@ -169,7 +173,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
       const changed = files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
       expect(changed).toHaveLength(writes ? done : 0);
       if (command === "report") expect(existsSync(path.join(tmp.dir, "page.html"))).toBe(false);
-    }, 120_000);
+    });
   }
 
   it("metrics -q (no spinner): the ^C echo is cleared, so the partial table starts in column 1", async () => {
@@ -180,7 +184,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const run = start("quiet-metrics", ["metrics", folder, "--jobs", "1", "-q"]);
     // Nothing is printed to wait for: type Ctrl-C once node catches SIGINT (Linux: bit 2 of SigCgt).
     // Typed earlier, it reaches a process that still ignores it (the shell's `trap '' INT`).
-    await waitFor("a SIGINT handler", () => nodeProcesses(folder).some(catchesSigint), 60_000);
+    await run.waitFor("a SIGINT handler", () => nodeProcesses(folder).some(catchesSigint), 60_000);
     await sleep(500);
     run.keys("C-c");
     expect(await run.exited(60_000)).toBe(130);
@@ -196,7 +200,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const script = `const m = await import(${JSON.stringify(batch)}); m.interruptOnSigint(); console.log("ready"); setInterval(() => {}, 1000);`;
     const direct = startInTty("twice-direct", tmp.dir, [process.execPath, "--input-type=module", "-e", script], env);
     runs.push(direct);
-    await waitFor("ready", () => direct.screen().includes("ready"));
+    await direct.waitFor("ready", () => direct.screen().includes("ready"));
     direct.keys("C-c");
     await sleep(700);
     expect(direct.status()).toBeNull();
@@ -211,7 +215,7 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const before = readFileSync(file);
     // Not from the cache: the archive's rerun above stored answers for this very session.
     const run = start("twice-run", ["run", file, "--model", "local/m1", "--no-cache"]);
-    await waitFor("the model requests", () => server.requests.length >= 1);
+    await run.waitFor("the model requests", () => server.requests.length >= 1);
     run.keys("C-c");
     run.keys("C-c");
     expect(await run.exited()).toBe(130);

@@ -4,7 +4,7 @@
  * `send-keys` (C-c reaches the command as the terminal's interrupt character, as when a user types it).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 
 /**
@@ -39,6 +39,11 @@ export interface TtyRun {
   status(): number | null;
   /** Wait for the exit status. @throws Error with the screen when it does not come within `ms` */
   exited(ms?: number): Promise<number>;
+  /**
+   * {@link waitFor} `check`; on a timeout the error also gives the exit status (if the command has
+   * ended) and the screen, so a failure says what the terminal showed instead (also on stderr).
+   */
+  waitFor(what: string, check: () => boolean, ms?: number): Promise<void>;
   kill(): void;
 }
 
@@ -53,6 +58,7 @@ export function startInTty(name: string, dir: string, argv: string[], env: Recor
   const command = `cd ${shq(cwd)} && env ${vars.join(" ")} ${argv.map(shq).join(" ")}`;
   const script = `trap '' INT; ${command}; echo "EXIT=$?" > ${shq(rc)}; sleep 120`;
   tmux("kill-session", "-t", session);
+  rmSync(rc, { force: true }); // an earlier try's status (a retried test)
   // A server that just exited with its last session may still hold the socket: try again briefly.
   let started = tmux("new-session", "-d", "-s", session, "-x", "120", "-y", "30", "sh", "-c", script);
   for (let i = 0; i < 5 && started.status !== 0; i++) {
@@ -78,6 +84,13 @@ export function startInTty(name: string, dir: string, argv: string[], env: Recor
       });
       return status() as number;
     },
+    waitFor: (what, check, ms) =>
+      waitFor(what, check, ms).catch((e) => {
+        const code = status();
+        const message = `${(e as Error).message}${code === null ? "" : ` (the command exited with ${code})`}; screen:\n${screen()}`;
+        console.error(`${name}: ${message}`); // in the log also when a retry then passes
+        throw new Error(message);
+      }),
     kill: () => {
       tmux("kill-session", "-t", session);
     },
