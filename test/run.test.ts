@@ -162,7 +162,7 @@ describe("run on the example session", () => {
     expect(entries[6].data.ts).toBe(Date.parse(NOW));
 
     const report = JSON.parse(r.stdout).sessions[0];
-    expect(report.batches).toEqual({ captured: 7, summarized: 2, skippedTrivial: 5, skippedDeduped: 0, skippedOversized: 0, failed: 0 });
+    expect(report.batches).toEqual({ captured: 7, summarized: 2, skippedTrivial: 5, skippedDeduped: 0, skippedOversized: 0, failed: 0, spilled: 0 });
     expect(report.entriesAppended).toBe(7);
 
     // The rendered context carries the exact stub for t3, and a second run appends nothing.

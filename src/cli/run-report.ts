@@ -28,6 +28,11 @@ function contextCell(r: Counts, compact = false): string {
   return `${f(before.tokens)} → ${f(after.tokens)} (${percentChange(before.tokens, after.tokens)})`;
 }
 
+/** Outputs spilled, and after them the batches spilled whole when there are any (the legend says so). */
+function spilledCell(r: Counts): string {
+  return r.batches.spilled > 0 ? `${n(r.calls.spilled)} (${n(r.batches.spilled)})` : n(r.calls.spilled);
+}
+
 function skippedCell(r: Counts): string {
   const b = r.batches;
   return `${b.skippedTrivial}/${b.skippedDeduped}/${b.skippedOversized}${b.failed ? `, ${b.failed} failed` : ""}`;
@@ -50,6 +55,7 @@ function totals(results: RunFileResult[]): Counts {
       skippedDeduped: sum((r) => r.batches.skippedDeduped),
       skippedOversized: sum((r) => r.batches.skippedOversized),
       failed: sum((r) => r.batches.failed),
+      spilled: sum((r) => r.batches.spilled),
     },
     calls: { spilled: sum((r) => r.calls.spilled), deduped: 0, protected: 0, summarized: 0, unanswered: 0, swept: 0, ambiguous: 0, keptForErrorPurge: 0 },
     chains: { compressed: sum((r) => r.chains.compressed), rangesSummarized: 0, backfilledCalls: 0, waiting: 0 },
@@ -93,7 +99,7 @@ function wideRow(r: Counts, label: string): string[] {
     n(r.batches.captured),
     n(r.batches.summarized),
     skippedCell(r),
-    n(r.calls.spilled),
+    spilledCell(r),
     n(r.chains.compressed),
     contextCell(r),
     growth > 0 ? `+${formatBytes(growth)}` : "—",
@@ -252,10 +258,11 @@ export function formatRunReport(results: RunFileResult[], out: Output, wallMs: n
   const table = runTable(results, out, failed);
   const dry = results.some((r) => r.dryRun) ? " ((N): a dry run would add N)" : "";
   const failedNote = results.some((r) => r.batches.failed) ? " (!N: N failed)" : "";
+  const spilledNote = results.some((r) => r.batches.spilled) ? " · spilled = outputs (batches spilled whole)" : "";
   const legend =
     table.layout === 1
       ? `batches = summarized / captured${failedNote} · context = what Pi sends for the target, now → after · added = entries${dry}`
-      : "skipped t/d/o = trivial / deduplicated / oversized · context = what Pi sends for the target, now → after";
+      : `skipped t/d/o = trivial / deduplicated / oversized${spilledNote} · context = what Pi sends for the target, now → after`;
   const lines = [
     table.text,
     out.c.dim(wrapWords(`${legend} · ${(wallMs / 1000).toFixed(2)} s`, width)),

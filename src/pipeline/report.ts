@@ -43,6 +43,8 @@ export interface RunReport {
     skippedDeduped: number;
     skippedOversized: number;
     failed: number;
+    /** Taken whole by the spill step (every output spillThreshold or more, one at least written to a sidecar): no summary asked for. */
+    spilled: number;
   };
   calls: {
     spilled: number;
@@ -110,6 +112,7 @@ export function runReport(facts: RunFacts): RunReport {
       skippedDeduped: count("skipped-deduped"),
       skippedOversized: count("skipped-oversized"),
       failed: count("failed"),
+      spilled: flush.spilledBatches,
     },
     calls: {
       spilled: flush.spilledCalls,
@@ -169,7 +172,7 @@ export function idleRunReport(session: string, target: TargetDecision, capture: 
     summarizer: "none (nothing to do)",
     target,
     contextEdits: target.used === "pi" ? editCounts({ edits: [], keptForeign: [], unrepresentable: [] }) : null,
-    batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0 },
+    batches: { captured: 0, summarized: 0, skippedTrivial: 0, skippedDeduped: 0, skippedOversized: 0, failed: 0, spilled: 0 },
     calls: {
       spilled: 0,
       deduped: 0,

@@ -72,6 +72,11 @@ export interface FlushResult {
   /** The new frontier, or null when no batch was processed. */
   frontier: FrontierData | null;
   spilledCalls: number;
+  /**
+   * Batches the spill step took whole, at least one output written to a sidecar: every output was
+   * `spillThreshold` characters or more, so no summary was asked for (and no outcome recorded).
+   */
+  spilledBatches: number;
   dedupedCalls: number;
   summarizedCalls: number;
   /** Raw chars of the batches that got a summary, and the chars of those summaries. */
@@ -296,6 +301,7 @@ class RealPass {
     outcomes: [],
     frontier: null,
     spilledCalls: 0,
+    spilledBatches: 0,
     dedupedCalls: 0,
     summarizedCalls: 0,
     rawChars: 0,
@@ -319,10 +325,10 @@ class RealPass {
 
   async group(group: Batch[]): Promise<void> {
     const spillEntries: NewEntry[] = [];
-    const rests = group.map((batch) => this.spills(batch, spillEntries));
+    const spills = group.map((batch) => this.spills(batch, spillEntries));
     const aliasEntries: NewEntry[] = [];
     const batchEntries: NewEntry[] = [];
-    for (let i = 0; i < group.length; i++) await this.batch(group[i], rests[i], aliasEntries, batchEntries);
+    for (let i = 0; i < group.length; i++) await this.batch(group[i], spills[i], aliasEntries, batchEntries);
     this.result.entries.push(...spillEntries, ...aliasEntries, ...batchEntries);
   }
 
@@ -331,12 +337,15 @@ class RealPass {
     return this.result;
   }
 
-  /** Eager spills of one batch (and aliases of spills whose output is already indexed); returns the other calls. */
-  private spills(batch: Batch, out: NewEntry[]): CapturedCall[] {
+  /**
+   * Eager spills of one batch (and aliases of spills whose output is already indexed).
+   * @returns the other calls, and how many were spilled
+   */
+  private spills(batch: Batch, out: NewEntry[]): { rest: CapturedCall[]; spilled: number } {
     const { config } = this.options;
     const { spilled, spillAliases, rest } = planSpill(batch, this.hashes, config);
     this.aliases(spillAliases, out);
-    if (spilled.length === 0) return rest;
+    if (spilled.length === 0) return { rest, spilled: 0 };
     const target = { sessionPath: this.options.targetPath, sessionId: this.options.sessionId, previewBytes: config.spillPreviewBytes };
     const records: ToolCallRecord[] = [];
     const refs: SummaryToolCallRef[] = [];
@@ -351,7 +360,7 @@ class RealPass {
     this.indexer.registerRefs(refs);
     this.result.spilledCalls += spilled.length;
     this.result.outcomes.push({ turnIndex: batch.turnIndex, calls: spilled.length, outcome: "spilled", rawChars: 0, summaryChars: 0 });
-    return rest;
+    return { rest, spilled: spilled.length };
   }
 
   private aliases(aliases: { call: CapturedCall; originalKey: string }[], out: NewEntry[]): void {
@@ -362,10 +371,21 @@ class RealPass {
     }
   }
 
-  private async batch(batch: Batch, rest: CapturedCall[], aliasEntries: NewEntry[], batchEntries: NewEntry[]): Promise<void> {
+  private async batch(
+    batch: Batch,
+    { rest, spilled }: { rest: CapturedCall[]; spilled: number },
+    aliasEntries: NewEntry[],
+    batchEntries: NewEntry[],
+  ): Promise<void> {
+    if (rest.length === 0) {
+      // The spill step took every output: no summary, no frontier move. Counted as spilled, or — no
+      // output spilled, each an alias of an identical one indexed already — as deduplicated.
+      if (spilled > 0) this.result.spilledBatches++;
+      else this.result.outcomes.push({ turnIndex: batch.turnIndex, calls: batch.calls.length, outcome: "skipped-deduped", rawChars: 0, summaryChars: 0 });
+      return;
+    }
     const plan: Plan = { batch, ...planRest(batch, rest, this.hashes, this.options.config) };
     this.aliases(plan.aliases, aliasEntries);
-    if (plan.remaining.length === 0 && plan.aliases.length === 0) return; // everything spilled
     const settled: Settled =
       plan.remaining.length === 0
         ? { kind: "skipped-deduped", summaryChars: 0 }

@@ -28,7 +28,7 @@ export interface RunFigures {
   summarizer: string;
   /** Whom `run` writes for and why. */
   target: RunTargetFigure;
-  batches: { captured: number; summarized: number; skippedTrivial: number; skippedDeduped: number; skippedOversized: number; failed: number };
+  batches: { captured: number; summarized: number; skippedTrivial: number; skippedDeduped: number; skippedOversized: number; failed: number; spilled: number };
   calls: { spilled: number; deduped: number; protected: number; summarized: number; unanswered: number };
   /** With the extension switched on (`before`, `after`), and as stock Pi sends it (`piOnly`). */
   context: ContextViews;
