@@ -263,6 +263,25 @@ describe("condense budget", () => {
     expect(r.stdout).not.toContain("never");
   });
 
+  it("--json carries the warnings it gives on stderr, as run --json does (--quiet too)", async () => {
+    const file = fixture("bad-glued-objects.jsonl");
+    const glued =
+      `${file}:3 (byte 311): two JSON objects glued on one line; the line is skipped, as Pi skips it: ` +
+      '"{\\"type\\":\\"message\\",\\"id\\":\\"aa000002\\",\\"parentId\\":\\"aa000001\\",\\"tim…"';
+    const r = await runCli("budget", file, "--json");
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(`warning: ${glued}\n`);
+    expect(JSON.parse(r.stdout).warnings).toEqual([glued]);
+    const quiet = await runCli("budget", file, "--json", "--quiet");
+    expect([quiet.stderr, JSON.parse(quiet.stdout).warnings]).toEqual(["", [glued]]);
+    // An unknown model: the stderr line, word for word, and none on a clean session.
+    const kimchi = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
+    expect(JSON.parse((await runCli("budget", kimchi, "--json")).stdout).warnings).toEqual([
+      `${kimchi}: model kimchi-dev/kimi-k2.5 is not in pi-ai's registry; its turns have no window (pass --context-window N)`,
+    ]);
+    expect(JSON.parse((await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--json")).stdout).warnings).toEqual([]);
+  });
+
   it("rejects bad values with exit 2", async () => {
     const t = await runCli("budget", fixture("budget-200k-threshold-delta.jsonl"), "--threshold", "1.5");
     expect(t.code).toBe(2);

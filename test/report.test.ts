@@ -52,7 +52,7 @@ describe("report --json: the figures other commands print", () => {
       expect(doc.failures).toEqual([]);
       const [s] = doc.sessions;
       expect(s.metrics).toEqual((await run("metrics", file)).sessions[0]);
-      const { schema: _b, session: _s, ...budget } = await run("budget", file);
+      const { schema: _b, session: _s, warnings: _bw, ...budget } = await run("budget", file);
       expect(s.budget).toEqual(budget);
       const {
         dryRun: _d,

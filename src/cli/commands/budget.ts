@@ -89,7 +89,17 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const context = { ...sent("extension"), piOnly: sent("pi-only") };
     const label = sessionLabel(session);
     if (options.json) {
-      out.printJson({ schema: BUDGET_SCHEMA, session: session.path, label, contextWindow: contextWindow ?? null, target: planned.target, context, ...report });
+      // `warnings`: every warning the command gave, as `run --json` has them.
+      out.printJson({
+        schema: BUDGET_SCHEMA,
+        session: session.path,
+        label,
+        contextWindow: contextWindow ?? null,
+        target: planned.target,
+        context,
+        ...report,
+        warnings: out.warnings,
+      });
       return;
     }
     const head = [formatLabel(label), session.path].filter((x) => x !== "");
