@@ -233,6 +233,18 @@ describe("condense budget", () => {
     expect(s.rows[0].level).toBe(100_000);
   });
 
+  it("a narrow terminal cuts the label but prints the session's path whole (budget and render --stats)", async () => {
+    const file = fixture("budget-200k-threshold-delta.jsonl");
+    for (const args of [["budget", file], ["render", file, "--stats"]]) {
+      const r = await runCliWith({ COLUMNS: "40" }, ...args);
+      expect(r.code).toBe(0);
+      const lines = r.stdout.split("\n");
+      expect(file.length).toBeGreaterThan(40);
+      expect(lines).toContain(file);
+      expect(lines[lines.indexOf(file) - 1].length).toBeLessThanOrEqual(40);
+    }
+  });
+
   it("prints who, the context before → after, a table, a summary and a chart", async () => {
     const r = await runCliWith({ COLUMNS: "200" }, "budget", fixture("budget-200k-threshold-delta.jsonl"));
     expect(r.code).toBe(0);

@@ -102,7 +102,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
       });
       return;
     }
-    const head = [formatLabel(label), session.path].filter((x) => x !== "");
+    const head = { label: formatLabel(label), path: session.path };
     out.print(formatBudget(head, { as: sentAs(planned.target), ...sentContext(context, planned.target) }, report, options.chart !== false, out));
   });
 }
@@ -181,9 +181,13 @@ function formatRows(rows: PiCompactionRow[], out: Output, width: number): { line
   return { lines, compact };
 }
 
-/** The human report: who, the context the user's Pi sends before → after `run`, rows, summary, chart. */
+/**
+ * The human report: who (the label cut to the terminal, the path whole: it may be the only place
+ * that names the file condense picked), the context the user's Pi sends before → after `run`,
+ * rows, summary, chart.
+ */
 function formatBudget(
-  head: string[],
+  head: { label: string; path: string },
   context: { as: "extension" | "pi-only"; before: ContextSize; after: ContextSize },
   report: PiCompactionReport,
   chart: boolean,
@@ -192,7 +196,8 @@ function formatBudget(
   const { summary } = report;
   const width = out.width;
   const lines: string[] = [
-    ...head.map((h) => fitLine(h, width)),
+    ...(head.label !== "" ? [fitLine(head.label, width)] : []),
+    head.path,
     wrapWords(sentLine(context.as, context), width),
     wrapWords(
       `threshold ${report.threshold ?? "off"}, delta ${report.delta ?? "off"} (of the window, counted up to ${fmt(report.maxBudgetWindow)} tokens)`,

@@ -106,7 +106,7 @@ export function registerRender(program: Command, _exit: ExitState): void {
         return;
       }
       if (options.json || options.format === "json") out.printJson({ ...head, context, stats });
-      else out.print(formatStats([formatLabel(label), session.path], context, stats, { dryRun: !!options.dryRun, as }, out));
+      else out.print(formatStats({ label: formatLabel(label), path: session.path }, context, stats, { dryRun: !!options.dryRun, as }, out));
     } else if (options.format === "json") out.printJson(rendered.after);
     else out.printPieces(transcriptPieces(rendered.afterAgent, out.c));
     for (const d of rendered.diagnostics) out.warn(`diagnostic ${d.kind}: ${d.detail}`);
@@ -127,9 +127,12 @@ function signed(x: number): string {
   return x === 0 ? "0" : x > 0 ? `+${n(x)}` : `−${n(-x)}`;
 }
 
-/** `--stats`: who, the context now → after `run`, and the size after each phase of the render shown. */
+/**
+ * `--stats`: who (the label cut to the terminal, the path whole: it may be the only place that
+ * names the file condense picked), the context now → after `run`, and the size after each phase.
+ */
 function formatStats(
-  head: string[],
+  head: { label: string; path: string },
   context: { before: ContextSize; after: ContextSize },
   stats: RenderStat[],
   mode: { dryRun: boolean; as: RenderAs },
@@ -143,7 +146,8 @@ function formatStats(
     ["left", "right", "right", "right", "right"],
   );
   return [
-    ...head.filter((h) => h !== "").map((h) => fitLine(h, width)),
+    ...(head.label !== "" ? [fitLine(head.label, width)] : []),
+    head.path,
     wrapWords(sentLine(mode.as, context), width),
     wrapWords(`render ${shown}, phase by phase (chars and ~tokens as Pi estimates them, ceil(chars / 4) per message):`, width),
     table,
