@@ -235,7 +235,10 @@ describe("condense budget", () => {
 
   it("a narrow terminal cuts the label but prints the session's path whole (budget and render --stats)", async () => {
     const file = fixture("budget-200k-threshold-delta.jsonl");
-    for (const args of [["budget", file], ["render", file, "--stats"]]) {
+    for (const args of [
+      ["budget", file],
+      ["render", file, "--stats"],
+    ]) {
       const r = await runCliWith({ COLUMNS: "40" }, ...args);
       expect(r.code).toBe(0);
       const lines = r.stdout.split("\n");
