@@ -273,6 +273,10 @@ describe("condense budget", () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("model kimchi-dev/kimi-k2.5 is not in pi-ai's registry; its turns have no window (pass --context-window N)");
     expect(r.stdout).toContain("unknown models (no window): kimchi-dev/kimi-k2.5");
+    // Evaluated, but no trigger can fire without a window: the summary says so.
+    expect(r.stdout).toContain(
+      "0 flushes (0 budget, 0 delta) over 35 evaluated of 35 tool-using turns (35 with the window unknown: no trigger can fire there); first flush: none;",
+    );
     // Without a window nothing says Pi would never compact: unknown, as compact --if-over says.
     expect(r.stdout).toContain("Pi would auto-compact (reserveTokens 16,384): ? — window unknown (kimchi-dev/kimi-k2.5; pass --context-window N)\n");
     expect(r.stdout).not.toContain("never");

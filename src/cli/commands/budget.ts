@@ -210,10 +210,13 @@ function formatBudget(
   else lines.push(...table.lines);
   lines.push("");
   const first = summary.firstFlush;
+  // A turn whose window is unknown is evaluated, but neither trigger can fire on it: say how many.
+  const blind = report.rows.filter((r) => r.evaluated && r.window === null).length;
+  const blindNote = blind > 0 ? ` (${fmt(blind)} with the window unknown: no trigger can fire there)` : "";
   // Findings stay one line each (the terminal wraps them; grep finds them).
   lines.push(
     `${summary.flushes} flush${summary.flushes === 1 ? "" : "es"} (${summary.budgetFlushes} budget, ${summary.deltaFlushes} delta) over ` +
-      `${summary.evaluatedTurns} evaluated of ${summary.toolTurns} tool-using turns; ` +
+      `${summary.evaluatedTurns} evaluated of ${summary.toolTurns} tool-using turns${blindNote}; ` +
       `first flush: ${first ? `turn ${first.turn} (${first.trigger}, entry ${first.entryId}${first.line !== null ? `, line ${first.line}` : ""})` : "none"}; ` +
       `peak tokens: ${summary.peakTokens === null ? "unknown" : `${fmt(summary.peakTokens)} at ${peakPlace(summary)}`}`,
   );
