@@ -10,7 +10,7 @@ import { mkdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { cwdFolderName } from "../src/session/locate.js";
-import { checkSessionOpen, isPiProcess, refusalMessage } from "../src/session/pi-running.js";
+import { checkSessionOpen, describeProcess, isPiProcess, refusalMessage } from "../src/session/pi-running.js";
 import { canListProcesses, ProcessTable, scanDescriptors } from "../src/session/processes.js";
 import { runCli } from "./cli-harness.js";
 import { makeTempDir, SHARED_SESSIONS } from "./helpers.js";
@@ -138,6 +138,20 @@ describe("reading /proc (a made-up tree)", () => {
     // Another folder: nothing about Pi.
     const elsewhere = await checkSessionOpen({ path: latest, cwd: tmp.dir, mtimeMs: piStart + 5_000 }, { procRoot: root, env: {} });
     expect(elsewhere).toEqual({ checked: true, refusals: [], warnings: [], insidePi: false, byPi: false });
+  });
+
+  it("another condense is named as condense, not by its kernel name node", () => {
+    const at = Date.UTC(2026, 0, 1, 12, 0, 0);
+    const p = (comm: string, argv: string[]) => ({ pid: 4410, comm, ppid: 1, startedMs: at, cwd: "/", argv });
+    const when = `started ${new Date(at).toTimeString().slice(0, 8)}, 30 s ago`;
+    expect(describeProcess(p("node", ["node", "/usr/lib/node_modules/condense-cli/bin/condense.js", "run", "s.jsonl"]), at + 30_000)).toBe(
+      `condense (node), pid 4410, ${when}`,
+    );
+    expect(describeProcess(p("node", ["node", "/usr/local/bin/condense", "s.jsonl"]), at + 30_000)).toBe(`condense (node), pid 4410, ${when}`);
+    expect(describeProcess(p("node", ["node", "--enable-source-maps", "bin/condense.js"]), at + 30_000)).toBe(`condense (node), pid 4410, ${when}`);
+    // A session file named condense, or another program: the kernel's name.
+    expect(describeProcess(p("node", ["node", "server.js", "condense"]), at + 30_000)).toBe(`node, pid 4410, ${when}`);
+    expect(describeProcess(p("tail", ["tail", "-f", "condense"]), at + 30_000)).toBe(`tail, pid 4410, ${when}`);
   });
 
   it("inside Pi ($PI_SESSION_FILE names the session): refused, with --output as the way out; no /proc: a warning, once", async () => {

@@ -97,10 +97,20 @@ export function isPiProcess(p: ProcessInfo): boolean {
   return p.argv.some((a) => a.includes("pi-coding-agent"));
 }
 
-/** `pi, pid 812, started 09:14:03, 2 h ago` */
+/**
+ * True for another condense: node/bun running condense's bin (`…/bin/condense.js`, or the
+ * `condense` link npm installs on the PATH) — its kernel name alone would say only `node`.
+ */
+export function isCondenseProcess(p: ProcessInfo): boolean {
+  const script = p.argv.slice(1).find((a) => !a.startsWith("-")); // the first argument that is not a node flag
+  return /^(node|bun)/.test(p.comm) && script !== undefined && /(^|[\\/])condense(\.js)?$/.test(script);
+}
+
+/** `pi, pid 812, started 09:14:03, 2 h ago`; another condense: `condense (node), pid 4410, …`. */
 export function describeProcess(p: ProcessInfo, now = Date.now()): string {
   const started = p.startedMs === null ? "" : `, started ${new Date(p.startedMs).toTimeString().slice(0, 8)}, ${ago(now - p.startedMs)}`;
-  return `${p.comm}, pid ${p.pid}${started}`;
+  const name = isCondenseProcess(p) ? `condense (${p.comm})` : p.comm;
+  return `${name}, pid ${p.pid}${started}`;
 }
 
 /** `40 s ago`, `12 min ago`, `3 h ago`, `2 days ago`. */
