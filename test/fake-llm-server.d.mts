@@ -18,6 +18,7 @@ export interface FakePlan {
   text?: string;
   delayMs?: number;
   stall?: boolean;
+  hangUp?: boolean;
   chunked?: boolean;
   finish?: "stop" | "length";
   inputTokens?: number;

@@ -32,6 +32,7 @@ import { createServer } from "node:http";
  * @property {string} [text]        the answer (default: {@link defaultAnswer})
  * @property {number} [delayMs]     wait before answering
  * @property {boolean} [stall]      send the first chunk, then nothing (until the client goes away)
+ * @property {boolean} [hangUp]     close the connection without an answer
  * @property {boolean} [chunked]    send each SSE event in its own write (default: the whole answer in one write)
  * @property {"stop" | "length"} [finish]
  * @property {number} [inputTokens]
@@ -133,6 +134,10 @@ export async function startFakeLlmServer(options = {}) {
         const p = (await plan(request)) ?? {};
         if (p.delayMs) await new Promise((r) => setTimeout(r, p.delayMs));
         if (closed) return;
+        if (p.hangUp) {
+          req.socket.destroy();
+          return;
+        }
         if (p.status) {
           res.writeHead(p.status, { "content-type": "application/json", ...p.errorHeaders });
           res.end(p.errorBody ?? JSON.stringify({ error: { type: "error", message: `fake server error ${p.status}` } }));

@@ -129,6 +129,58 @@ describe("condense run --model through the local server", () => {
   });
 });
 
+/** A copy of the three-batch fixture, its bytes, and a run of it whose session model (anthropic/…) has no key: no fallback. */
+async function failingRun(name: string, plan: Parameters<Server["setPlan"]>[0], extra: string[] = []) {
+  const copy = path.join(dir, name);
+  copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), copy);
+  const before = readFileSync(copy);
+  server.setPlan(plan);
+  const run = await runCli(["run", copy, "--model", "local/m1", ...extra], { ...ENV(), ANTHROPIC_API_KEY: undefined });
+  return { copy, before, ...run };
+}
+
+const ERROR_500 = 'local/m1: 500: {"type":"error","message":"fake server error 500"}';
+
+describe("batches whose summary fails (the model never answered)", () => {
+  it("every call answered 500: exit 1, the file unchanged, one line with the count and the reason — never 'nothing to write'", async () => {
+    const { copy, before, code, stdout, stderr } = await failingRun("all-500.jsonl", () => ({ status: 500 }));
+    expect(code).toBe(1);
+    expect(readFileSync(copy).equals(before)).toBe(true);
+    expect(stderr).toBe(`error: ${copy}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them\n`);
+    expect(stdout).toContain(`${copy}: not written (batches failed) for stock Pi`);
+    expect(stdout).not.toContain("nothing to write");
+    expect(stdout).not.toContain("nothing to do");
+    expect(stdout).toContain(`${copy}: batch at turn 0 stays raw: transient: ${ERROR_500} (4 attempts)`);
+  }, 30_000);
+
+  it("every connection closed, also on a dry run and with --json: exit 1, 'could not be reached'", async () => {
+    const line = (copy: string, state: string) =>
+      `error: ${copy}: 3 of 3 batches failed (local/m1 could not be reached: ECONNRESET); ${state} — run again when the model is reachable\n`;
+    const dry = await failingRun("hang-up.jsonl", () => ({ hangUp: true }), ["--dry-run"]);
+    expect(dry.code).toBe(1);
+    expect(dry.stderr).toBe(line(dry.copy, "nothing would be written"));
+    expect(dry.stdout).toContain(`${dry.copy}: would not be written (batches failed) for stock Pi`);
+    const json = await failingRun("hang-up.jsonl", () => ({ hangUp: true }), ["--json"]);
+    expect(json.code).toBe(1);
+    expect(readFileSync(json.copy).equals(json.before)).toBe(true);
+    expect(json.stderr).toBe(line(json.copy, "nothing was written"));
+    const report = JSON.parse(json.stdout).sessions[0];
+    expect(report.batches).toMatchObject({ captured: 3, summarized: 0, failed: 3 });
+    expect(report.written).toBeNull();
+  }, 40_000);
+
+  it("one batch fails, two are summarized: exact counts, the rest written, exit 1", async () => {
+    const { copy, before, code, stdout, stderr } = await failingRun("some-fail.jsonl", (r) => (r.user.includes("[[1:grep]]") ? { status: 500 } : {}));
+    expect(code).toBe(1);
+    const after = readFileSync(copy);
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(after.subarray(0, before.length).equals(before)).toBe(true);
+    expect(stderr).toBe(`error: ${copy}: 1 of 3 batches failed (${ERROR_500}); they stay raw, the rest was written — run again to retry them\n`);
+    expect(stdout).toContain(`${copy}: written for stock Pi`);
+    expect(stdout).toContain(`${copy}: 2 calls to local/m1`);
+  }, 30_000);
+});
+
 describe("the progress line", () => {
   it("shows batches done / total, failures, tokens and cost so far", () => {
     expect(progressLine("local/m1", { done: 3, total: 96, failed: 0, usage: { input: 800, output: 150, cost: 0 } })).toBe(

@@ -19,7 +19,9 @@ type Counts = Pick<RunFileResult, "batches" | "calls" | "chains" | "entriesAppen
 function entriesCell(r: Counts, compact: boolean): string {
   if (r.dryRun) return compact ? `(${n(r.entriesAppended)})` : `would add ${n(r.entriesAppended)}`;
   if (r.written) return `+${n(r.entriesAppended)}`;
-  return r.backup ? "migrated only" : compact ? "—" : "nothing to do";
+  if (r.backup) return "migrated only";
+  // Batches whose summary failed are work left undone, not "nothing to do".
+  return compact ? "—" : r.batches.failed > 0 ? "not written" : "nothing to do";
 }
 
 function contextCell(r: Counts, compact = false): string {
@@ -120,7 +122,7 @@ function runTable(results: RunFileResult[], out: Output, failed: number): { text
   const compact = counts.map((r, i) => compactRow(r, labels[i]));
   if (results.length + failed > 1) {
     const total = totals(results);
-    const idle = results.filter((r) => !r.dryRun && !r.written).length;
+    const idle = results.filter((r) => !r.dryRun && !r.written && r.batches.failed === 0).length;
     const more = [idle ? `${idle} with nothing to do` : "", failed ? `${failed} failed` : ""].filter((x) => x !== "");
     const name = out.c.bold(`total (${results.length}${more.map((x) => `, ${x}`).join("")})`);
     wide.push(wideRow(total, name));
@@ -173,7 +175,17 @@ function diskLine(results: RunFileResult[], output?: string): string {
 function targetLines(results: RunFileResult[], out: Output): string[] {
   const whom = (r: RunFileResult) => `for ${r.target.used === "pi" ? "stock Pi" : "the pi-condense extension"} (target ${r.target.used}: ${r.target.reason})`;
   const state = (r: RunFileResult) =>
-    r.written ? (r.written === r.session ? "written" : `written to ${r.written}`) : wouldWrite(r) ? "would be written" : "nothing to write";
+    r.written
+      ? r.written === r.session
+        ? "written"
+        : `written to ${r.written}`
+      : wouldWrite(r)
+        ? "would be written"
+        : r.batches.failed > 0
+          ? r.dryRun
+            ? "would not be written (batches failed)"
+            : "not written (batches failed)"
+          : "nothing to write";
   const edits = (r: RunFileResult) => {
     const e = r.contextEdits;
     if (!e || (!r.written && !wouldWrite(r))) return "";
@@ -186,14 +198,74 @@ function targetLines(results: RunFileResult[], out: Output): string[] {
     const k = results.filter((r) => state(r) === s).length;
     return k > 0 ? [`${k} ${label}`] : [];
   };
-  const states = [...count("written", "written"), ...count("would be written", "would be written"), ...count("nothing to write", "with nothing to write")].join(
-    ", ",
-  );
+  const states = [
+    ...count("written", "written"),
+    ...count("would be written", "would be written"),
+    ...count("not written (batches failed)", "not written (batches failed)"),
+    ...count("would not be written (batches failed)", "would not be written (batches failed)"),
+    ...count("nothing to write", "with nothing to write"),
+  ].join(", ");
   const lines =
     reasons.size === 1 && results.length > 1
       ? [`all sessions ${[...reasons][0]}: ${states}`, ...results.filter((r) => r.contextEdits?.written).map((r) => `${r.session}${edits(r)}`)]
       : results.map((r) => `${r.session}: ${state(r)} ${whom(r)}${edits(r)}`);
   return lines.map((l) => out.c.dim(wrapWords(l, out.width)));
+}
+
+/** Socket and DNS error codes that mean the request never reached the model's server (or lost it). */
+const UNREACHABLE = /\b(ENOTFOUND|EAI_AGAIN|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EPIPE)\b(?: ([\w.:[\]-]+))?/;
+/** Connection failures pi-ai reports without a code. */
+const CONNECTION = /connection error|connection closed|other side closed|socket hang up|fetch failed/i;
+
+/**
+ * One failed batch's reason in a few words: `anthropic/claude-haiku-4-5 could not be reached:
+ * ENOTFOUND api.anthropic.com` for a connection failure, else the model's error without the
+ * failure kind and the attempt count (flush.ts writes `kind: provider/id: error (N attempts)`,
+ * with `; fallback provider/id: error` after it when the fallback failed too).
+ */
+export function failureCause(reason: string): { text: string; unreachable: boolean } {
+  const parts = reason.replace(/^(?:transient|auth|unusable): /, "").split("; fallback ");
+  const causes = parts.map((part) => {
+    const model = /^([^\s:/]+\/[^\s:]+): /.exec(part);
+    const who = model ? model[1] : "the model";
+    const rest = (model ? part.slice(model[0].length) : part).replace(/ \(\d+ attempts\)$/, "");
+    const code = UNREACHABLE.exec(rest);
+    if (code) return { text: `${who} could not be reached: ${code[1]}${code[2] ? ` ${code[2]}` : ""}`, unreachable: true };
+    if (CONNECTION.test(rest)) return { text: `${who} could not be reached: ${rest}`, unreachable: true };
+    return { text: model ? `${who}: ${rest}` : rest, unreachable: false };
+  });
+  return { text: causes.map((c) => c.text).join("; fallback "), unreachable: causes.every((c) => c.unreachable) };
+}
+
+/** How many distinct causes the failed-batches line names before "…". */
+const LISTED_CAUSES = 2;
+
+/**
+ * The line that says a session's batches failed, so that a run the model never answered does not
+ * read as one with nothing to do: `s.jsonl: 14 of 72 batches failed (anthropic/claude-haiku-4-5
+ * could not be reached: ENOTFOUND api.anthropic.com); nothing was written — run again when the
+ * model is reachable`. Null when none failed.
+ */
+export function failedBatchesLine(r: RunFileResult): string | null {
+  if (r.batches.failed === 0) return null;
+  const causes = new Map<string, number>();
+  let unreachable = true;
+  for (const f of r.failures) {
+    const cause = failureCause(f.reason);
+    causes.set(cause.text, (causes.get(cause.text) ?? 0) + 1);
+    unreachable &&= cause.unreachable;
+  }
+  const counted = [...causes].map(([text, k]) => (causes.size > 1 ? `${k} × ${text}` : text));
+  const why = counted.length > LISTED_CAUSES ? [...counted.slice(0, LISTED_CAUSES), "…"] : counted;
+  const state = r.written
+    ? "they stay raw, the rest was written"
+    : wouldWrite(r)
+      ? "they would stay raw, the rest would be written"
+      : r.dryRun
+        ? "nothing would be written"
+        : "nothing was written";
+  const again = unreachable ? "run again when the model is reachable" : "run again to retry them";
+  return `${r.session}: ${r.batches.failed} of ${r.batches.captured} batches failed (${why.join("; ")}); ${state} — ${again}`;
 }
 
 const LISTED_RECOVERIES = 5;

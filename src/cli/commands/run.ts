@@ -31,7 +31,7 @@ import { extensionOffWarning, warnIgnoredProjectSettings } from "../extension-st
 import { formatEstimate } from "../estimate-table.js";
 import { Output } from "../output.js";
 import { suggestCommand } from "../suggest.js";
-import { formatRunReport } from "../run-report.js";
+import { failedBatchesLine, formatRunReport } from "../run-report.js";
 import type { RunTaskOptions } from "../run-task.js";
 import { withUndo, writtenLine } from "../write-report.js";
 
@@ -130,7 +130,11 @@ export function registerRun(program: Command, exit: ExitState): void {
     }
     const split = splitOutcomes(outcomes);
     const interrupted = settleBatch(out, exit, split, selection.total, interrupt.signal);
+    // A batch whose summary failed is a runtime failure of its session (the others still processed):
+    // a run the model never answered must not pass for one with nothing to do.
+    if (exit.code === 0 && split.results.some((r) => r.batches.failed > 0)) exit.code = 1;
     if (options.ndjson) {
+      if (!interrupted) for (const r of split.results) printFailedBatches(out, r);
       if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
       return;
     }
@@ -224,6 +228,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
       ...(interrupted ? { interrupted } : {}),
       wallMs,
     });
+    if (!interrupted) for (const r of results) printFailedBatches(out, r);
     return;
   }
   if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output, failures.length));
@@ -233,11 +238,18 @@ function printOutcome(out: Output, run: RunOutcome): void {
     if (wrote) out.print(wrote);
   }
   for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
+  if (!interrupted) for (const r of results) printFailedBatches(out, r);
   // Failures were printed first and may have scrolled away: count them once more at the end.
   const failed = failedSessionsMessage(failures.length, files, "were processed");
   if (failed && !interrupted) out.error(failed);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
   if (interrupted) out.error(interruptedMessage(run, files, run.dryRun ? "dry-run" : "write"));
+}
+
+/** On stderr (in every format): how many of the session's batches failed and why (exit 1). */
+function printFailedBatches(out: Output, r: RunFileResult): void {
+  const line = failedBatchesLine(r);
+  if (line) out.error(line);
 }
 
 /** `--target`: whom run writes for (pipeline/target.ts). */
