@@ -7,7 +7,7 @@ import { renderAfterRun } from "../pipeline/render.js";
 import { strandedWarnings } from "../pipeline/stranded.js";
 import { runFor } from "../pipeline/target.js";
 import { sessionView } from "../pipeline/view.js";
-import { formatWarning, openSession } from "../session/open.js";
+import { formatWarning, migrationWarnings, openSession } from "../session/open.js";
 import { computeSessionMetrics, type SessionMetrics } from "../report/session-metrics.js";
 import { loadTokenizer, type TokenizerName } from "../report/tokenizer.js";
 
@@ -33,6 +33,7 @@ export async function metricsTask(path: string, options: MetricsTaskOptions): Pr
     ...session.warnings.map(formatWarning),
     ...session.problems.map((p) => `${path}: ${p.message}`),
     ...strandedWarnings(session, view.indexer),
+    ...migrationWarnings(session),
   ];
   return metrics;
 }

@@ -16,7 +16,7 @@ import { compactionMarkers, largestOutputs, modelSwitches, sessionUsage, turnLoc
 import { computeSessionMetrics, lineOf } from "../report/session-metrics.js";
 import type { CompactFigures, ReportedOutput, RunFigures, SessionReport } from "../report/session-report.js";
 import { sessionLabel } from "../session/label.js";
-import { formatWarning } from "../session/open.js";
+import { formatWarning, migrationWarnings } from "../session/open.js";
 import type { Session } from "../session/session.js";
 import { createSummarizer } from "../summarize/select.js";
 import { nowMs } from "../util/clock.js";
@@ -102,7 +102,7 @@ export async function reportSession(session: Session, config: PruneConfig, optio
   const planned = runFor("auto", session.path, session.header?.cwd);
   const run = await plannedRun(view.fork(), planned);
   const metrics = computeSessionMetrics(view, run.after, undefined, planned.target);
-  const readWarnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${session.path}: ${p.message}`)];
+  const readWarnings = [...session.warnings.map(formatWarning), ...session.problems.map((p) => `${session.path}: ${p.message}`), ...migrationWarnings(session)];
   metrics.warnings = readWarnings;
   const indexAfter = run.index ?? view.indexer;
   const largest: ReportedOutput[] = largestOutputs(view.items, options.top, where).map((o) => {

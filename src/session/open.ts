@@ -59,6 +59,20 @@ export async function openSession(path: string, mode: "read" | "write"): Promise
   return session;
 }
 
+/**
+ * For a v1/v2 session, which a read-only command reads as Pi would after rewriting it as v3: the
+ * note that `run` and `compact` refuse it without `--migrate` (commit.ts `migrateIfAsked`), so the
+ * figures "after condense run" it prints are what a run with `--migrate` would give. None for v3.
+ */
+export function migrationWarnings(session: Pick<Session, "path" | "fileVersion">): string[] {
+  if (session.fileVersion >= 3) return [];
+  return [
+    `${session.path}: a v${session.fileVersion} session; Pi rewrites such files as v3 when it opens them. ` +
+      "`condense run` and `condense compact` refuse it without --migrate (which backs it up and rewrites it as v3 first); " +
+      "the figures after them here are what they would give with --migrate.",
+  ];
+}
+
 /** One line per skipped line: `file:line (byte N): message: "excerpt"` (no excerpt when there is none). */
 export function formatWarning(w: ReadWarning): string {
   return `${w.file}:${w.line} (byte ${w.offset}): ${w.message}${w.excerpt === "" ? "" : `: ${JSON.stringify(w.excerpt)}`}`;

@@ -66,13 +66,17 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const files = await resolveSessionArgs(arg === undefined ? [] : [arg]);
     if (files.length !== 1) throw new UsageError(`budget takes one session; ${arg ?? "the default"} names ${files.length} files`);
     // Loaded when the command runs (pi-ai's model registry is large): start-up stays small.
-    const [{ budgetSession, unknownModelWarnings }, { renderAfterRun, sentAs, sentMessages }, { sessionView }, { formatWarning, openSession }] =
-      await Promise.all([
-        import("../../pipeline/budget.js"),
-        import("../../pipeline/render.js"),
-        import("../../pipeline/view.js"),
-        import("../../session/open.js"),
-      ]);
+    const [
+      { budgetSession, unknownModelWarnings },
+      { renderAfterRun, sentAs, sentMessages },
+      { sessionView },
+      { formatWarning, migrationWarnings, openSession },
+    ] = await Promise.all([
+      import("../../pipeline/budget.js"),
+      import("../../pipeline/render.js"),
+      import("../../pipeline/view.js"),
+      import("../../session/open.js"),
+    ]);
     const session = await openSession(files[0], "read");
     await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
@@ -81,6 +85,7 @@ export function registerBudget(program: Command, _exit: ExitState): void {
     const { report, warnings } = await budgetSession(view, { contextWindow, reserveTokens });
     for (const w of warnings) out.warn(w);
     for (const w of unknownModelWarnings(session.path, report)) out.warn(w);
+    for (const w of migrationWarnings(session)) out.warn(w);
     // The context Pi sends now and after `run` (deterministic summarizer, for the target run would pick: the
     // Pi the user has), with the extension and as stock Pi sends it: the figures run and metrics print.
     const planned = runFor("auto", session.path, session.header?.cwd);

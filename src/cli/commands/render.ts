@@ -67,12 +67,13 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const files = await resolveSessionArgs(sessionArg ? [sessionArg] : []);
     if (files.length !== 1) throw new UsageError(`render takes one session; ${sessionArg} names ${files.length} files`);
     // Loaded when the command runs: start-up and the other commands do not pay for them.
-    const [{ renderAfterRun, renderSession, sentAs, sentMessages }, { sessionView }, { formatWarning, openSession }, { strandedWarnings }] = await Promise.all([
-      import("../../pipeline/render.js"),
-      import("../../pipeline/view.js"),
-      import("../../session/open.js"),
-      import("../../pipeline/stranded.js"),
-    ]);
+    const [{ renderAfterRun, renderSession, sentAs, sentMessages }, { sessionView }, { formatWarning, migrationWarnings, openSession }, { strandedWarnings }] =
+      await Promise.all([
+        import("../../pipeline/render.js"),
+        import("../../pipeline/view.js"),
+        import("../../session/open.js"),
+        import("../../pipeline/stranded.js"),
+      ]);
     const session = await openSession(files[0], "read");
     await warnIgnoredProjectSettings(out, files);
     for (const w of session.warnings) out.warn(formatWarning(w));
@@ -86,6 +87,7 @@ export function registerRender(program: Command, _exit: ExitState): void {
     const view = sessionView(session, config);
     // condense's entries that a later Pi write left off the branch: Pi does not see them, so neither does this render.
     for (const w of strandedWarnings(session, view.indexer)) out.warn(w);
+    if (options.json || options.stats || options.dryRun) for (const w of migrationWarnings(session)) out.warn(w); // figures after `run`, which needs --migrate
     const rendered = await renderSession(view, dryRun, as);
     // The extension's context, asked for while the user's Pi does not run the extension: say whose it is.
     if (as === "extension" && usersPi.used === "pi" && !options.quiet) {
