@@ -140,13 +140,17 @@ async function failingRun(name: string, plan: Parameters<Server["setPlan"]>[0], 
 }
 
 const ERROR_500 = 'local/m1: 500: {"type":"error","message":"fake server error 500"}';
+/** The one notice of a run whose model fails with no fallback: the session's model (anthropic/…) has no key here. */
+const noFallback = (copy: string, reason: string) =>
+  `warning: ${copy}: local/m1 is failing (${reason} (4 attempts)) and there is no fallback: the session's model anthropic/claude-sonnet-4-5 ` +
+  'cannot be used (no API key for provider "anthropic"); name one with --fallback-model provider/id\n';
 
 describe("batches whose summary fails (the model never answered)", () => {
   it("every call answered 500: exit 1, the file unchanged, one line with the count and the reason — never 'nothing to write'", async () => {
     const { copy, before, code, stdout, stderr } = await failingRun("all-500.jsonl", () => ({ status: 500 }));
     expect(code).toBe(1);
     expect(readFileSync(copy).equals(before)).toBe(true);
-    expect(stderr).toBe(`error: ${copy}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them\n`);
+    expect(stderr).toBe(`${noFallback(copy, ERROR_500)}error: ${copy}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them\n`);
     expect(stdout).toContain(`${copy}: not written (batches failed) for stock Pi`);
     expect(stdout).not.toContain("nothing to write");
     expect(stdout).not.toContain("nothing to do");
@@ -155,7 +159,7 @@ describe("batches whose summary fails (the model never answered)", () => {
 
   it("every connection closed, also on a dry run and with --json: exit 1, 'could not be reached'", async () => {
     const line = (copy: string, state: string) =>
-      `error: ${copy}: 3 of 3 batches failed (local/m1 could not be reached: ECONNRESET); ${state} — run again when the model is reachable\n`;
+      `${noFallback(copy, "local/m1: Connection error.: socket hang up (ECONNRESET)")}error: ${copy}: 3 of 3 batches failed (local/m1 could not be reached: ECONNRESET); ${state} — run again when the model is reachable\n`;
     const dry = await failingRun("hang-up.jsonl", () => ({ hangUp: true }), ["--dry-run"]);
     expect(dry.code).toBe(1);
     expect(dry.stderr).toBe(line(dry.copy, "nothing would be written"));
@@ -167,6 +171,7 @@ describe("batches whose summary fails (the model never answered)", () => {
     const report = JSON.parse(json.stdout).sessions[0];
     expect(report.batches).toMatchObject({ captured: 3, summarized: 0, failed: 3 });
     expect(report.written).toBeNull();
+    expect(JSON.parse(json.stdout).warnings).toEqual([json.stderr.split("\n")[0].replace(/^warning: /, "")]);
   }, 40_000);
 
   it("one batch fails, two are summarized: exact counts, the rest written, exit 1", async () => {
@@ -175,7 +180,9 @@ describe("batches whose summary fails (the model never answered)", () => {
     const after = readFileSync(copy);
     expect(after.length).toBeGreaterThan(before.length);
     expect(after.subarray(0, before.length).equals(before)).toBe(true);
-    expect(stderr).toBe(`error: ${copy}: 1 of 3 batches failed (${ERROR_500}); they stay raw, the rest was written — run again to retry them\n`);
+    expect(stderr).toBe(
+      `${noFallback(copy, ERROR_500)}error: ${copy}: 1 of 3 batches failed (${ERROR_500}); they stay raw, the rest was written — run again to retry them\n`,
+    );
     expect(stdout).toContain(`${copy}: written for stock Pi`);
     expect(stdout).toContain(`${copy}: 2 calls to local/m1`);
   }, 30_000);

@@ -132,14 +132,16 @@ export async function createModelSummarizer(choice: SummarizerChoice, config: Pr
   const primary = await prepareModel(setup, primaryRef, what);
 
   let fallback: RuntimeModel | null = null;
+  let noFallback: string | undefined;
   if (choice.fallbackModel) {
     fallback = await prepareModel(setup, parseModelRef(choice.fallbackModel, "--fallback-model"), "--fallback-model");
   } else if (sessionRef && what !== "the session's model" && formatModelRef(sessionRef) !== formatModelRef(primaryRef)) {
-    // The session's model is only a safety net: when it cannot be used, run without a fallback.
+    // The session's model is only a safety net: when it cannot be used, run without a fallback (said
+    // once the summarizer model fails: then it matters).
     try {
-      fallback = await prepareModel(setup, sessionRef, "the session's model");
-    } catch {
-      fallback = null;
+      fallback = await prepareModel(setup, sessionRef, "fallback");
+    } catch (error) {
+      noFallback = `the session's model ${formatModelRef(sessionRef)} cannot be used (${firstClause((error as Error).message, `fallback ${formatModelRef(sessionRef)}: `)})`;
     }
   }
   const models = buildModels(fallback ? [primary, fallback] : [primary]);
@@ -153,5 +155,13 @@ export async function createModelSummarizer(choice: SummarizerChoice, config: Pr
     retry: deps.retry,
     fallbackCooldownMs: deps.fallbackCooldownMs,
     onNotice: deps.onNotice,
+    noFallback,
   });
+}
+
+/** The first clause of an error message after `prefix`: `no API key for provider "zai"`, `unknown provider "x"`. */
+function firstClause(message: string, prefix: string): string {
+  const rest = message.startsWith(prefix) ? message.slice(prefix.length) : message;
+  const cut = rest.search(/\. |: | \(/);
+  return cut > 0 ? rest.slice(0, cut) : rest;
 }

@@ -49,8 +49,10 @@ export interface LlmSummarizerOptions {
   maxTimeoutMs: number;
   retry?: Partial<RetryPolicy>;
   fallbackCooldownMs?: number;
-  /** One-line notices for the user (fallback entered / left). */
+  /** One-line notices for the user (fallback entered / left, or failing with none). */
   onNotice?: (message: string) => void;
+  /** Why there is no fallback although one was looked for (the session's model cannot be used): said once, at the first transient failure. */
+  noFallback?: string;
   /** Clock for the fallback cooldown (epoch ms). */
   now?: () => number;
 }
@@ -143,6 +145,8 @@ class LlmSummarizer implements Summarizer {
   /** Set while the run is on the fallback: when it switched (epoch ms). */
   private fallbackSince: number | null = null;
   private probing = false;
+  /** The missing fallback was mentioned (see `noFallback`). */
+  private toldNoFallback = false;
 
   constructor(private readonly options: LlmSummarizerOptions) {
     this.name = modelName(options.model);
@@ -191,7 +195,17 @@ class LlmSummarizer implements Summarizer {
     const context: Context = { systemPrompt: request.system, messages: [{ role: "user", content: request.user, timestamp: 0 }] };
     const primary = this.options.model;
     const fallback = this.fallback;
-    if (!fallback) return (await this.attempt(primary, context, signal, slots)).result;
+    if (!fallback) {
+      const only = await this.attempt(primary, context, signal, slots);
+      if (only.transient && this.options.noFallback && !this.toldNoFallback) {
+        this.toldNoFallback = true;
+        this.options.onNotice?.(
+          `${modelName(primary)} is failing (${only.result.ok ? "" : only.result.reason}) and there is no fallback: ${this.options.noFallback}; ` +
+            "name one with --fallback-model provider/id",
+        );
+      }
+      return only.result;
+    }
 
     if (this.fallbackSince !== null) {
       const probeDue = !this.probing && this.now() - this.fallbackSince >= this.cooldownMs;
