@@ -10,6 +10,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { defaultConfig, type PruneConfig } from "../src/config/config.js";
 import { planRun } from "../src/pipeline/plan.js";
+import { usageLine } from "../src/cli/run-report.js";
 import { sessionView } from "../src/pipeline/view.js";
 import { loadSession } from "../src/session/session.js";
 import { createSummarizer } from "../src/summarize/select.js";
@@ -207,6 +208,11 @@ describe("whole runs through the server", () => {
     expect(server.requests[2].headers["x-api-key"]).toBe("sk-ant-test");
     expect(notices).toHaveLength(1);
     expect(notices[0]).toMatch(/^oai\/gpt-local is failing \(oai\/gpt-local: 503\b.*\); summarizing with anthropic\/claude-sonnet-4-5 instead/);
+    // The report names the model that answered.
+    expect(plan.report.usage.answeredBy).toEqual({ "anthropic/claude-sonnet-4-5": 3 });
+    expect(usageLine({ ...plan.report, session: "s.jsonl" })).toMatch(
+      /^s\.jsonl: 3 calls to oai\/gpt-local \(3 answered by the fallback anthropic\/claude-sonnet-4-5\) · [\d,]+ input \+ [\d,]+ output tokens/,
+    );
   });
 
   it("--fallback-model names another fallback", async () => {

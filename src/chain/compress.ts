@@ -77,6 +77,8 @@ export interface CompressResult {
   modelCalls: number;
   /** Fusion answers reused instead of asking the model. */
   reused: ReuseCounts;
+  /** The fusion calls by the model that answered (`provider/id`). */
+  answeredBy: Map<string, number>;
 }
 
 /** The key a chain's calls are looked up by: occurrence keys when it has results, else bare ids. */
@@ -365,7 +367,10 @@ function coveredBody(c: Compression, chain: ChainRange, bodies: string[], answer
   const local = c.options.summarizer.local;
   let body: string | undefined;
   if (answer?.ok && answer.reused) result.reused[answer.reused]++;
-  else if (answer?.ok && !local) result.modelCalls++;
+  else if (answer?.ok && !local) {
+    result.modelCalls++;
+    if (answer.model) result.answeredBy.set(answer.model, (result.answeredBy.get(answer.model) ?? 0) + 1);
+  }
   if (answer?.ok && answer.text.trim() !== "") {
     body = answer.text;
     result.rangesSummarized++;
@@ -448,6 +453,7 @@ export async function compressChains(items: ChainSourceItem[], indexer: ToolCall
     ambiguous: 0,
     usage: zeroUsage(),
     modelCalls: 0,
+    answeredBy: new Map(),
     reused: { cache: 0, session: 0 },
   };
   const messages = items.map((i) => i.message);

@@ -310,9 +310,14 @@ export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usa
   if (calls === 0 && reusedParts.length === 0) return null;
   const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
   // The deterministic summarizer asks no model: it is named, not "called".
+  // Answers from the fallback are named with the model that gave them.
+  const fallback = Object.entries(r.usage.answeredBy ?? {})
+    .filter(([model]) => model !== r.summarizer)
+    .map(([model, k]) => `${k} answered by the fallback ${model}`);
+  const by = fallback.length > 0 ? ` (${fallback.join(", ")})` : "";
   const asked =
     calls > 0
-      ? `${calls} calls to ${r.summarizer} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`
+      ? `${calls} calls to ${r.summarizer}${by} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`
       : r.summarizer === "deterministic"
         ? "deterministic summarizer"
         : `no call to ${r.summarizer}`;

@@ -67,7 +67,12 @@ export interface RunReport {
    */
   context: { before: ContextSize; after: ContextSize; piOnly: { before: ContextSize; after: ContextSize } };
   /** Model calls made and what they used; `reused`: answers taken from the summary cache or from summaries already in the session instead. */
-  usage: SummarizerUsage & { calls: number; reused: ReuseCounts };
+  usage: SummarizerUsage & {
+    calls: number;
+    reused: ReuseCounts;
+    /** Only when a model other than `summarizer` answered (its fallback): the calls by the model that answered. */
+    answeredBy?: Record<string, number>;
+  };
   failures: { turnIndex: number; reason: string }[];
   entriesAppended: number;
   sidecars: number;
@@ -140,6 +145,7 @@ export function runReport(facts: RunFacts): RunReport {
       ...sumUsage(flush.usage, chains?.usage),
       calls: flush.modelCalls + (chains?.modelCalls ?? 0),
       reused: { cache: flush.reused.cache + (chains?.reused.cache ?? 0), session: flush.reused.session + (chains?.reused.session ?? 0) },
+      ...answeredBy(facts.summarizer, flush.answeredBy, chains?.answeredBy),
     },
     failures: flush.outcomes.filter((o) => o.outcome === "failed").map((o) => ({ turnIndex: o.turnIndex, reason: o.reason ?? "" })),
     entriesAppended: facts.entriesAppended,
@@ -147,6 +153,13 @@ export function runReport(facts: RunFacts): RunReport {
     recovered: facts.recovered,
     withheld: facts.withheld,
   };
+}
+
+/** `{answeredBy}` when a model other than the summarizer's own answered (the fallback), else nothing. */
+function answeredBy(summarizer: string, ...counts: (Map<string, number> | undefined)[]): { answeredBy?: Record<string, number> } {
+  const all = new Map<string, number>();
+  for (const c of counts) for (const [model, k] of c ?? []) all.set(model, (all.get(model) ?? 0) + k);
+  return [...all.keys()].some((m) => m !== summarizer) ? { answeredBy: Object.fromEntries(all) } : {};
 }
 
 /** The counts of a context-edit plan. */

@@ -87,6 +87,8 @@ export interface FlushResult {
   modelCalls: number;
   /** Answers reused instead of asking the model. */
   reused: ReuseCounts;
+  /** The model calls by the model that answered (`provider/id`; the fallback's answers under its own name). */
+  answeredBy: Map<string, number>;
   processedBatches: number;
   /** Each summary entry among `entries` with the raw chars of the batch it replaces (what it may grow to). */
   summaryRoom: Map<NewEntry, number>;
@@ -308,6 +310,7 @@ class RealPass {
     summaryChars: 0,
     usage: zeroUsage(),
     modelCalls: 0,
+    answeredBy: new Map(),
     reused: { cache: 0, session: 0 },
     processedBatches: 0,
     summaryRoom: new Map(),
@@ -420,7 +423,10 @@ class RealPass {
     }
     const { indexer } = this;
     if (answer.reused) this.result.reused[answer.reused]++;
-    else if (!this.options.summarizer.local) this.result.modelCalls++;
+    else if (!this.options.summarizer.local) {
+      this.result.modelCalls++;
+      if (answer.model) this.result.answeredBy.set(answer.model, (this.result.answeredBy.get(answer.model) ?? 0) + 1);
+    }
     const refs = plan.remaining.map((call, k) => indexer.previewRef(call, k));
     const text = composeSummary(
       answer.text,
