@@ -258,6 +258,21 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     return { pid: child.pid, kill: (signal: NodeJS.Signals) => child.kill(signal), exited, output: () => ({ stdout, stderr }) };
   };
 
+  it("the interrupt's signal takes one listener per call in flight, also in a worker thread: no MaxListenersExceededWarning", async () => {
+    const folder = path.join(tmp.dir, "many-calls");
+    mkdirSync(folder);
+    for (let i = 1; i <= 4; i++) copyInto(folder, SOURCE, `c${i}.jsonl`);
+    // Answers after 300 ms: up to 16 calls wait at once in each of the two threads.
+    server.setPlan(() => ({ delayMs: 300 }));
+    try {
+      const child = spawnCli(["run", folder, "--dry-run", "--no-cache", "--model", "local/m1", "--jobs", "2", "--concurrency", "16", "-q"]);
+      expect(await child.exited).toBe(0);
+      expect(child.output().stderr).toBe("");
+    } finally {
+      server.setPlan(() => ({ delayMs: 60 }));
+    }
+  }, 120_000);
+
   it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
     const folder = path.join(tmp.dir, "archive");
     mkdirSync(folder);

@@ -4,6 +4,7 @@
  * running `fn(path, options, { signal })` for each and posting `start`, then `result` or
  * `failure`; `done` at the end. An `abort` message from the pool (Ctrl-C) aborts `signal`.
  */
+import { setMaxListeners } from "node:events";
 import { parentPort, workerData } from "node:worker_threads";
 import { failureOf } from "./batch.js";
 
@@ -20,6 +21,7 @@ if (!port) throw new Error("worker.ts runs only as a worker thread");
 const mod = await import(module);
 const run = mod[fn] as (path: string, options: unknown, runtime: { signal: AbortSignal }) => Promise<unknown>;
 const interrupt = new AbortController();
+setMaxListeners(0, interrupt.signal); // one listener per in-flight model call, as in the main thread
 port.on("message", (message: { type?: string }) => {
   if (message?.type === "abort") interrupt.abort();
 });
