@@ -4,7 +4,7 @@
  * Pi's sessions folder; no argument means the session Pi's bash tool names in `$PI_SESSION_FILE`
  * (inside Pi), else the most recent session of the current directory, the one `pi --continue` would open.
  */
-import { type Dirent, existsSync, readdirSync, realpathSync, type Stats, statSync } from "node:fs";
+import { constants, type Dirent, existsSync, readdirSync, realpathSync, type Stats, statSync } from "node:fs";
 import { open } from "node:fs/promises";
 import { homedir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
@@ -92,11 +92,13 @@ function headerCandidate(line: string): PeekedHeader | null | undefined {
 /**
  * The header of a session file as Pi's session discovery reads it (`readSessionHeader`): within the
  * first 1 MiB, blank lines and lines that are not JSON are skipped; the first JSON line is the header
- * when it has `type: "session"` and a string `id`, else the file has none (null).
+ * when it has `type: "session"` and a string `id`, else the file has none (null). Something that is
+ * not a regular file (a FIFO, a device) has none either: opened without blocking, never read.
  */
 export async function peekHeader(path: string): Promise<PeekedHeader | null> {
-  const handle = await open(path, "r");
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
   try {
+    if (!(await handle.stat()).isFile()) return null;
     // Read in small pieces: the header is the first line, and an archive peeks at every file.
     const buf = Buffer.alloc(HEADER_SCAN_BYTES);
     let read = 0;

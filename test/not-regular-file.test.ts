@@ -1,0 +1,83 @@
+/**
+ * A FIFO named as a session is refused at once by every command, as `render` refuses it
+ * (`error: <path>: cannot read: not a regular file`, exit 2) — also by `run` and `metrics`, which
+ * read the session's header (its project folder, for the settings warnings) before the session
+ * reader. Beside a real file in one call, the real file is still processed and the call exits 1
+ * (SPEC §2: any file failed, the others were still processed). The commands run as processes with
+ * a timeout, so a hang fails fast instead of blocking a thread of the test runner.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildCli } from "./built-cli.js";
+import { copyInto, FIXTURES, makeTempDir } from "./helpers.js";
+
+let cli: ReturnType<typeof buildCli>;
+let tmp: ReturnType<typeof makeTempDir>;
+let piDir: ReturnType<typeof makeTempDir>;
+beforeAll(() => {
+  cli = buildCli("not-regular");
+  tmp = makeTempDir("not-regular");
+  piDir = makeTempDir("not-regular-pi");
+}, 120_000);
+afterAll(() => {
+  cli?.cleanup();
+  tmp?.cleanup();
+  piDir?.cleanup();
+});
+
+/** `condense <args>` as a process, killed after 10 s (a hang shows as signal SIGTERM). */
+function condense(...args: string[]): { code: number | null; signal: string | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [cli.bin, ...args], {
+    cwd: tmp.dir,
+    encoding: "utf8",
+    timeout: 10_000,
+    env: { ...process.env, PI_CODING_AGENT_DIR: piDir.dir, NO_COLOR: "1", CONDENSE_NOW: undefined },
+  });
+  return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+function fifo(name: string): string {
+  const file = path.join(tmp.dir, name);
+  execFileSync("mkfifo", [file]);
+  return file;
+}
+
+describe("a FIFO as the session", () => {
+  for (const args of [["run"], ["run", "--dry-run"], ["metrics"], ["run", "--json"], ["metrics", "--json"]]) {
+    it(`${args.join(" ")}: refused at once, as render refuses it`, () => {
+      const pipe = fifo(`pipe-${args.join("-").replaceAll("-", "")}.jsonl`);
+      const r = condense(...args, pipe);
+      expect([r.signal, r.code, r.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
+      if (args.includes("--json")) expect(JSON.parse(r.stdout).failures).toEqual([{ session: pipe, error: `${pipe}: cannot read: not a regular file` }]);
+      else expect(r.stdout).toBe("");
+    });
+  }
+
+  for (const jobs of ["1", "2"]) {
+    it(`run --jobs ${jobs}: the real file beside it is processed; exit 1`, () => {
+      const pipe = fifo(`beside-${jobs}.jsonl`);
+      const real = copyInto(tmp.dir, path.join(FIXTURES, "custom-message-before-large-result.jsonl"), `real-${jobs}.jsonl`);
+      const before = readFileSync(real);
+      const r = condense("run", "--jobs", jobs, pipe, real);
+      expect([r.signal, r.code]).toEqual([null, 1]);
+      expect(r.stderr).toBe(`error: ${pipe}: cannot read: not a regular file\nerror: 1 of 2 sessions failed (listed above); the others were processed\n`);
+      expect(r.stdout).toContain(`wrote ${real}: +4 entries, +3,372 bytes`);
+      expect(readFileSync(real).length).toBe(before.length + 3372);
+    });
+  }
+
+  it("run --dry-run and metrics: the real file beside it is reported; exit 1", () => {
+    const pipe = fifo("beside-dry.jsonl");
+    const real = copyInto(tmp.dir, path.join(FIXTURES, "custom-message-before-large-result.jsonl"), "real-dry.jsonl");
+    const dry = condense("run", "--dry-run", pipe, real);
+    expect([dry.signal, dry.code]).toEqual([null, 1]);
+    expect(dry.stderr).toBe(`error: ${pipe}: cannot read: not a regular file\nerror: 1 of 2 sessions failed (listed above); the others were processed\n`);
+    expect(dry.stdout).toContain("574 → 23 (-96%)");
+    const metrics = condense("metrics", real, pipe);
+    expect([metrics.signal, metrics.code]).toEqual([null, 1]);
+    expect(metrics.stderr).toBe(`error: ${pipe}: cannot read: not a regular file\nerror: 1 of 2 sessions failed (listed above); the others were measured\n`);
+    expect(metrics.stdout).toContain("574 → 23 (-96%)");
+  });
+});
