@@ -27,12 +27,13 @@ afterAll(() => {
   piDir?.cleanup();
 });
 
-/** `condense <args>` as a process, killed after 10 s (a hang shows as signal SIGTERM). */
+/** `condense <args>` as a process, killed after 10 s (a hang shows as signal SIGKILL). */
 function condense(...args: string[]): { code: number | null; signal: string | null; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [cli.bin, ...args], {
     cwd: tmp.dir,
     encoding: "utf8",
     timeout: 10_000,
+    killSignal: "SIGKILL", // a thread blocked on a FIFO keeps the process from ending on SIGTERM
     env: { ...process.env, PI_CODING_AGENT_DIR: piDir.dir, NO_COLOR: "1", CONDENSE_NOW: undefined },
   });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
@@ -79,5 +80,29 @@ describe("a FIFO as the session", () => {
     expect([metrics.signal, metrics.code]).toEqual([null, 1]);
     expect(metrics.stderr).toBe(`error: ${pipe}: cannot read: not a regular file\nerror: 1 of 2 sessions failed (listed above); the others were measured\n`);
     expect(metrics.stdout).toContain("574 → 23 (-96%)");
+  });
+});
+
+describe("a FIFO where condense reads a file beside the session or one the user names", () => {
+  it("the session's write journal: refused at once (exit 2), by run and render", () => {
+    const real = copyInto(tmp.dir, path.join(FIXTURES, "custom-message-before-large-result.jsonl"), "journal.jsonl");
+    const before = readFileSync(real);
+    fifo("journal.jsonl.condense-journal");
+    for (const command of ["run", "render"]) {
+      const r = condense(command, real);
+      expect([r.signal, r.code, r.stderr]).toEqual([null, 2, `error: ${real}.condense-journal: cannot read: not a regular file; nothing was changed\n`]);
+    }
+    expect(readFileSync(real).equals(before)).toBe(true);
+  });
+
+  it("--config, metrics --merge, report --html: refused at once (exit 2)", () => {
+    const real = copyInto(tmp.dir, path.join(FIXTURES, "custom-message-before-large-result.jsonl"), "named.jsonl");
+    const pipe = fifo("named-pipe.json");
+    const config = condense("render", "--config", pipe, real);
+    expect([config.signal, config.code, config.stderr]).toEqual([null, 2, `error: --config ${pipe}: cannot read: not a regular file\n`]);
+    const merge = condense("metrics", "--merge", pipe);
+    expect([merge.signal, merge.code, merge.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
+    const html = condense("report", "--html", pipe, real);
+    expect([html.signal, html.code, html.stderr]).toEqual([null, 2, `error: --html ${pipe} already exists; use --force to overwrite it\n`]);
   });
 });

@@ -9,8 +9,8 @@
  * all `of` files the command resolved (before sharding), which is what a merge orders by and how
  * it knows every shard is there.
  */
-import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import { readRegularFileSync } from "../session/reader.js";
 import { UsageError } from "../util/errors.js";
 import type { FileOutcome } from "./batch.js";
 import type { Output } from "./output.js";
@@ -93,7 +93,7 @@ export function readArchiveLines<T>(paths: string[], schema: string, required: s
   for (const path of paths) {
     let text: string;
     try {
-      text = readFileSync(path, "utf8");
+      text = readRegularFileSync(path).toString("utf8");
     } catch (error) {
       throw new UsageError(`${path}: cannot read: ${(error as Error).message}`);
     }

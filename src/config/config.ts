@@ -5,9 +5,10 @@
  * → `--config FILE` → `--set key=value` and dedicated flags. Invalid values are usage errors that
  * name the key, the value and the accepted range; they are never silently replaced.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { agentDir } from "../session/locate.js";
+import { readRegularFileSync } from "../session/reader.js";
 import { UsageError } from "../util/errors.js";
 
 const THINKING = ["default", "off", "minimal", "low", "medium", "high", "xhigh"] as const;
@@ -168,7 +169,9 @@ export interface ConfigSources {
 function readJsonFile(path: string, what: string): unknown {
   let text: string;
   try {
-    text = readFileSync(path, "utf8").replace(/^\uFEFF/, "");
+    text = readRegularFileSync(path)
+      .toString("utf8")
+      .replace(/^\uFEFF/, "");
   } catch (error) {
     throw new UsageError(`${what} ${path}: cannot read: ${(error as Error).message}`);
   }

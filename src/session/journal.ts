@@ -14,9 +14,10 @@
  * are condense's own; {@link settleJournal} (session/recover.ts) acts on it.
  */
 import { createHash, hash, randomBytes } from "node:crypto";
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
+import { readRegularFileSync } from "./reader.js";
 
 /**
  * One appended line: byte length (newline included), first 32 hex of its sha256, entry id (null
@@ -183,9 +184,11 @@ function isJournal(v: unknown): v is JournalRecord {
 export function readJournal(session: string): JournalRecord | null {
   let text: string;
   try {
-    text = readFileSync(journalPath(session), "utf8");
+    text = readRegularFileSync(journalPath(session)).toString("utf8");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return null;
+    if (code === "ENOTREG") throw new CondenseError(`${journalPath(session)}: cannot read: not a regular file; nothing was changed`, 2);
     throw error;
   }
   let value: unknown;
@@ -216,7 +219,7 @@ export function readUndoRecords(session: string): UndoRecord[] {
 export function readUndoFile(session: string): { records: UndoRecord[]; damaged: number } {
   let text: string;
   try {
-    text = readFileSync(undoPath(session), "utf8");
+    text = readRegularFileSync(undoPath(session)).toString("utf8");
   } catch {
     return { records: [], damaged: 0 };
   }

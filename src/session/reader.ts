@@ -6,7 +6,7 @@
  * 1-based line number and byte offset. Malformed lines are skipped the way Pi's
  * `loadEntriesFromFile` skips them, and reported as warnings.
  */
-import { constants } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
 import { open } from "node:fs/promises";
 import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
 
@@ -56,6 +56,32 @@ export interface RawSession {
 }
 
 const CHUNK_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The whole of a small file the user names or a session keeps beside it (a journal, the undo
+ * records, --config, an archive's NDJSON), read without blocking on what is not a regular file: a
+ * FIFO or device is opened with O_NONBLOCK and refused before any read.
+ * @throws NodeJS.ErrnoException as readFileSync throws (ENOENT, EISDIR, EACCES), code `ENOTREG`
+ *   (message "not a regular file") for anything else that is not a regular file
+ */
+export function readRegularFileSync(path: string): Buffer {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stats = fstatSync(fd);
+    if (stats.isDirectory()) throw Object.assign(new Error("EISDIR: illegal operation on a directory, read"), { code: "EISDIR" });
+    if (!stats.isFile()) throw Object.assign(new Error("not a regular file"), { code: "ENOTREG" });
+    const parts: Buffer[] = [];
+    const buffer = Buffer.allocUnsafe(64 * 1024);
+    let position = 0;
+    for (let n = readSync(fd, buffer, 0, buffer.length, position); n > 0; n = readSync(fd, buffer, 0, buffer.length, position)) {
+      parts.push(Buffer.from(buffer.subarray(0, n)));
+      position += n;
+    }
+    return Buffer.concat(parts, position);
+  } finally {
+    closeSync(fd);
+  }
+}
 const EXCERPT_CHARS = 60;
 
 function excerptOf(text: string): string {

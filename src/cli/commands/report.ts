@@ -6,7 +6,7 @@
  * self-contained HTML page (`--html FILE`), as JSON (`--json`, `condense.report/1`), or as a table.
  * Nothing is written to the sessions; no model is called.
  */
-import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, readSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Option, type Command } from "commander";
@@ -143,8 +143,9 @@ export function reportDocument(results: SessionReport[], failures: { session: st
 /** True when `file` starts like a page `report --html` wrote (replaced without --force). */
 function isReportPage(file: string): boolean {
   try {
-    const fd = openSync(file, "r");
+    const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK); // a FIFO is not waited on
     try {
+      if (!fstatSync(fd).isFile()) return false;
       const head = Buffer.alloc(REPORT_PAGE_HEAD_BYTES);
       return isReportPageHead(head.toString("utf8", 0, readSync(fd, head, 0, head.length, 0)));
     } finally {
