@@ -226,6 +226,33 @@ describe.skipIf(!canListProcesses())("real processes", () => {
     expect(readFileSync(file).length).toBeGreaterThan(before.length);
   });
 
+  it("a held-open session with nothing to append: run writes nothing and exits 0, as --dry-run says; with something to append it still refuses", async () => {
+    const file = sessionIn(path.join(tmp.dir, "held-done.jsonl"), path.join(tmp.dir, "elsewhere"));
+    expect((await runCli(["run", file], env)).code).toBe(0);
+    const condensed = readFileSync(file);
+    // The open-file scan of that run is reused for a second (pi-running.ts descriptorMap): let it expire.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    await startNode(`require("fs").openSync(${JSON.stringify(file)}, "r"); console.log("ready"); setInterval(() => {}, 1000);`, tmp.dir);
+    const r = await runCli(["run", file], env);
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(r.stdout).toContain(
+      `nothing was written: the session file is unchanged\n${file}: nothing to write for stock Pi (target pi: pi-condense is switched on in ${tmp.dir}/settings.json but does not look installed)\n`,
+    );
+    expect(readFileSync(file).equals(condensed)).toBe(true);
+    const json = await runCli(["run", file, "--json"], env);
+    expect([json.code, JSON.parse(json.stdout).sessions[0].written, JSON.parse(json.stdout).sessions[0].wouldRefuse]).toEqual([0, null, undefined]);
+    const dry = await runCli(["run", file, "--dry-run", "--json"], env);
+    expect([dry.code, JSON.parse(dry.stdout).sessions[0].wouldRefuse]).toEqual([0, undefined]);
+    // Something to append (the same session before its run): refused as before.
+    const fresh = sessionIn(path.join(tmp.dir, "held-fresh.jsonl"), path.join(tmp.dir, "elsewhere"));
+    const before = readFileSync(fresh);
+    const other = await startNode(`require("fs").openSync(${JSON.stringify(fresh)}, "r"); console.log("ready"); setInterval(() => {}, 1000);`, tmp.dir);
+    const refused = await runCli(["run", fresh], env);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`error: ${fresh}: it is open in another process (node, pid ${other.pid}`);
+    expect(readFileSync(fresh).equals(before)).toBe(true);
+  });
+
   it("a process titled pi working in the session's folder, started before the session's last change: refused; once it has exited: written", async () => {
     const file = sessionIn(path.join(tmp.dir, "pi.jsonl"), proj);
     const pi = await startNode(`process.title = "pi"; console.log("ready"); setInterval(() => {}, 1000);`, proj);

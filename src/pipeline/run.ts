@@ -135,7 +135,9 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
     hooks.warn(message);
   };
   // Context edits name their targets by id, which Pi's own v1 migration would renumber.
-  const { session, migration, base, refusal } = await openForWrite(file, { ...options, idsNamed: options.target !== "extension" }, warn);
+  // Refused for being open elsewhere only when there is something to write (deferred).
+  const opened = await openForWrite(file, { ...options, idsNamed: options.target !== "extension", deferOpenRefusal: true }, warn);
+  const { session, migration, base, deferred } = opened;
   path = session.path;
   const label = sessionLabel(session);
   const targetPath = options.output ?? session.path;
@@ -159,7 +161,10 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   });
   // Already condensed (nothing to capture, compress or record): no summarizer, no plan, nothing written.
   const idle = options.output ? null : idleReport(view, { target, recovery });
+  // A real run of an idle session is not refused for being open elsewhere: nor is its dry run.
+  const refusal = opened.refusal ?? (idle ? undefined : deferred);
   if (idle) return options.estimate ? { ...done(idle, null, 0), dryRun: true, estimate: emptyEstimate(null) } : done(idle, null, 0);
+  if (deferred && !options.dryRun) throw new CondenseError(deferred, 1);
   const { summarizer, estimator } = await summarizerFor(session, options, hooks, stranded, warnings);
   const progress = estimator ? null : (hooks.progress?.(summarizer.name, summarizer.local) ?? null);
   let plan: RunPlan;

@@ -209,6 +209,12 @@ export interface WriteOptions {
   output?: string;
   /** The command writes entries that name others by id (context edits): the refusal of a v1 file says why ids matter. */
   idsNamed?: boolean;
+  /**
+   * Return a live or open-in-another-process refusal of a v3 session as `deferred` instead of
+   * throwing it: the caller throws it only once it knows it has something to write (`run` on an
+   * already condensed session writes nothing, so nothing else having it open does not matter).
+   */
+  deferOpenRefusal?: boolean;
 }
 
 /**
@@ -216,7 +222,9 @@ export interface WriteOptions {
  * (as Pi does, with the blobs folder beside it), read and checked for writing, reader warnings
  * passed to `warn`, refused when this user cannot write it ({@link notWritableRefusal}; not with
  * `output`) or Pi may be writing it or has it open ({@link writeRefusal}; not with `force`); with
- * `dryRun` the refusal is returned as a prediction instead; migrated when asked
+ * `dryRun` the refusal is returned as a prediction instead (with `deferOpenRefusal`, a live or open
+ * v3 session's refusal is returned as `deferred`, dry run or not: the caller throws or predicts it
+ * only when it has something to write); migrated when asked
  * ({@link migrateIfAsked}), and an existing `--output` refused without `force`.
  * @returns the session to plan on, with `refusal`: what a real run would refuse (dry runs only)
  * @throws UsageError (exit 2) for a file that cannot be written; CondenseError (exit 1) for a live
@@ -226,15 +234,20 @@ export async function openForWrite(
   file: string,
   options: WriteOptions,
   warn: (message: string) => void,
-): Promise<{ session: Session; migration: MigrationReport; base?: Buffer; refusal?: string }> {
+): Promise<{ session: Session; migration: MigrationReport; base?: Buffer; refusal?: string; deferred?: string }> {
   const path = await realpath(file).catch(() => file);
   const opened = await openSession(path, "write");
   for (const w of opened.warnings) warn(formatWarning(w));
   const notWritable = options.output ? null : await notWritableRefusal(opened.path);
-  const refusal = notWritable ?? (options.force ? null : await writeRefusal(opened, options, warn));
+  const open = notWritable || options.force ? null : await writeRefusal(opened, options, warn);
+  const refusal = notWritable ?? open;
+  // Only a v3 file's: nothing is migrated in place while a refusal waits.
+  const defer = open !== null && options.deferOpenRefusal === true && opened.fileVersion >= 3;
+  if (defer && !options.dryRun) return { session: opened, migration: {}, deferred: open };
   if (refusal && !options.dryRun) throw new CondenseError(refusal, 1);
   const migrated = await migrateIfAsked(opened, options);
   if (options.output) refuseExistingOutput(options.output, options.force);
+  if (defer) return { ...migrated, deferred: open };
   return refusal ? { ...migrated, refusal } : migrated;
 }
 
