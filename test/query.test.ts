@@ -302,9 +302,18 @@ describe("condense query", () => {
     expect(res.outputSource).toBe("preview");
     expect(res.output).toBe(res.record.resultPreview);
     const text = await runCli(["query", "t1", "--session", path.join(dirB, "spill.jsonl")]);
-    expect(text.stdout).toContain(
-      `Spilled output unavailable (missing: ${sidecar}: the session's sidecar folder ${path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs")} does not exist); showing the stored head preview`,
-    );
+    const why = `missing: ${sidecar}: the session's sidecar folder ${path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs")} does not exist`;
+    expect(text.stdout).toContain(`Spilled output unavailable (${why}); showing the stored head preview`);
+    // Said on stderr as well, so a script can tell; the exit code stays 0 (SPEC §8: only an unknown ref exits 1).
+    expect([text.code, text.stderr]).toEqual([0, `warning: t1: spilled output unavailable (${why}); showing the stored head preview\n`]);
+    const json = await runCli(["query", "t1", "--json", "--session", path.join(dirB, "spill.jsonl")]);
+    expect([json.code, json.stderr]).toEqual([0, `warning: t1: spilled output unavailable (${why}); showing the stored head preview\n`]);
+    const tool = await runCli(["query", "bash_0", "--format", "tool", "--session", path.join(dirB, "spill.jsonl")]);
+    const inFolder = path.join(dirB, "0f0000aa-0000-7000-8000-0000000000aa-blobs");
+    expect([tool.code, tool.stderr]).toEqual([
+      0,
+      `warning: spilled output unavailable (missing: ${sidecar}: the session's sidecar folder ${inFolder} does not exist); the tool's text shows the stored head preview\n`,
+    ]);
   });
 
   it("without --session uses the latest session of the current directory", async () => {

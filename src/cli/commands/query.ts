@@ -32,9 +32,9 @@ import type { Session } from "../../session/session.js";
 import { resolveSessionArgs } from "../../session/locate.js";
 import { formatWarning, openSession } from "../../session/open.js";
 import { forkParent } from "../../session/fork.js";
-import { readSidecar, readSidecarIn, writeFileAtomic } from "../../session/sidecars.js";
+import { readSidecar, readSidecarIn, SidecarRefused, writeFileAtomic } from "../../session/sidecars.js";
 import { checkWriteTarget } from "../../session/write-target.js";
-import { UsageError } from "../../util/errors.js";
+import { errnoWords, UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
 
@@ -99,6 +99,22 @@ function showHit(
     })),
   };
   return { body, output, imageLines: imageLines(images, saved), json };
+}
+
+/**
+ * `--format tool`'s sidecar reader: a sidecar it cannot read is said on stderr, so a script can tell
+ * (the tool's text shows the stored head preview instead, as the extension's tool does).
+ */
+function toolSidecarReader(folders: string[], out: Output): (path: string) => string {
+  return (path) => {
+    try {
+      return readSidecarIn(folders, path);
+    } catch (error) {
+      const why = error instanceof SidecarRefused ? `${error.kind}: ${path}: ${error.reason}` : `${path}: ${errnoWords(error)}`;
+      out.warn(`spilled output unavailable (${why}); the tool's text shows the stored head preview`);
+      throw error;
+    }
+  };
 }
 
 /** An image `--save-images` writes. */
@@ -177,7 +193,7 @@ export function registerQuery(program: Command, exit: ExitState): void {
     // --format tool: the text the extension's context_tree_query tool returns for these refs.
     if (options.format === "tool") {
       if (options.json) throw new UsageError("--format tool prints the tool's text; it cannot be combined with --json");
-      const { text, unknown } = formatToolResult(indexer, refs, (path) => readSidecarIn(folders, path), full);
+      const { text, unknown } = formatToolResult(indexer, refs, toolSidecarReader(folders, out), full);
       out.write(`${text}\n`); // the tool's text exactly, plus one newline (control characters escaped on a terminal)
       for (const ref of unknown) out.error(`unknown ref ${ref}: not in this session's pruner index`);
       if (unknown.length > 0) exit.code = 1;
@@ -198,6 +214,8 @@ export function registerQuery(program: Command, exit: ExitState): void {
       }
       for (const hit of lookup.hits) {
         const shown = showHit(hit, { session, folders, occurrences, readText, full, saveImages: options.saveImages, writes });
+        // Said on stderr too, so a script can tell the head preview from the output (the exit code stays 0).
+        if (shown.body.sidecarError) out.warn(`${hit.label}: spilled output unavailable (${shown.body.sidecarError}); showing the stored head preview`);
         if (options.json) results.push(shown.json);
         else blocks.push(formatQueryBlock(hit, shown.body, shown.output, out.c, shown.imageLines));
       }
