@@ -409,3 +409,33 @@ describe("undo after --migrate puts back the v1/v2 original byte for byte", () =
     expect(readFileSync(v3, "utf8").startsWith('{"type":"session","version":3')).toBe(true);
   });
 });
+
+describe("undo counts the sidecar files it removed", () => {
+  it("one deleted before the undo is neither removed nor counted (dry run, the undo, --json)", async () => {
+    const dir = path.join(tmp.dir, "count-sidecars");
+    mkdirSync(dir);
+    const file = path.join(dir, "s.jsonl");
+    copyFileSync(path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), file);
+    const original = readFileSync(file);
+    const run = await runCli(["run", file, "--json", ...SPILL], env);
+    expect(run.code, run.stderr).toBe(0);
+    const written = JSON.parse(run.stdout).sessions[0];
+    expect(written.sidecars).toBe(8);
+    const blobs = path.join(dir, readdirSync(dir).find((f) => f.endsWith("-blobs")) ?? "");
+    const sidecars = readdirSync(blobs).sort();
+    expect(sidecars).toHaveLength(8);
+    rmSync(path.join(blobs, sidecars[0]));
+    const n = (x: number) => x.toLocaleString("en-US");
+    const size = original.length + written.bytesAppended;
+    const tail = `${written.entriesAppended} entries (${n(written.bytesAppended)} bytes; ${n(size)} → ${n(original.length)} bytes) and 7 sidecar files\n`;
+    const when = (s: string) => s.replace(/ of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC on /, " of <when> on ");
+    const dry = await runCli(["undo", file, "--dry-run"], env);
+    expect([dry.code, when(dry.stdout)]).toEqual([0, `would undo condense run of <when> on ${file}: remove ${tail}`]);
+    const json = await runCli(["undo", file, "--dry-run", "--json"], env);
+    expect(JSON.parse(json.stdout).sidecars.sort()).toEqual(sidecars.slice(1).map((f) => path.join(blobs, f)));
+    const undo = await runCli(["undo", file], env);
+    expect([undo.code, undo.stderr, when(undo.stdout)]).toEqual([0, "", `undid condense run of <when> on ${file}: removed ${tail}`]);
+    expect(readFileSync(file).equals(original)).toBe(true);
+    expect(existsSync(blobs)).toBe(false);
+  });
+});

@@ -15,7 +15,7 @@ import { withSessionLock } from "../session/lock.js";
 import { peekHeader } from "../session/locate.js";
 import { sidecarsNamedElsewhere } from "../session/sidecar-refs.js";
 import { checkSessionOpen } from "../session/pi-running.js";
-import { settleJournal } from "../session/recover.js";
+import { settleJournal, sidecarAsWritten } from "../session/recover.js";
 import { type AppendedAfter, earlierWrites, inspectLastWrite, type LastWrite, migrationBackupProblem, removeWrite, restoreMigrated } from "../session/undo.js";
 import { journalPath, type MigrationFacts, readJournal, readUndoFile, undoPath, type UndoRecord } from "../session/journal.js";
 import { notWritableRefusal } from "../session/commit.js";
@@ -43,7 +43,7 @@ export interface UndoResult {
   bytes: number;
   sizeBefore: number;
   sizeAfter: number;
-  /** Sidecar files the write had created (removed when their bytes were still the ones written). */
+  /** Sidecar files the write had created that undo removes: those still there with the bytes written. */
   sidecars: string[];
   /** Sidecar files the write had created that another session file names, left in place. */
   keptSidecars: { path: string; namedBy: string }[];
@@ -154,9 +154,13 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
       if (settled.state !== "none") result.settled = settled.message;
       if (options.dryRun) return result;
       lock.assertHeld();
-      if (restore && !result.finished) restoreMigrated(path, record, restore, result.sizeBefore, keep);
       // Finishing: nothing to truncate (the file is its size before, or the original is back).
-      else removeWrite(path, record, result.finished ? record.preSize : result.sizeBefore, keep);
+      const removed =
+        restore && !result.finished
+          ? restoreMigrated(path, record, restore, result.sizeBefore, keep)
+          : removeWrite(path, record, result.finished ? record.preSize : result.sizeBefore, keep);
+      // What was removed: a sidecar already gone (or changed since) is not counted.
+      result.sidecars = result.sidecars.filter((p) => removed.includes(p));
       return result;
     },
     "undo",
@@ -200,7 +204,8 @@ async function planUndo(
   const openRefusal = !options.force && last.state === "intact" ? await whileOpenRefusal(path) : null;
   if (openRefusal && !options.dryRun) throw new CondenseError(openRefusal, 1);
   const { record } = last;
-  const created = record.sidecars.filter((s) => s.created).map((s) => s.path);
+  // Only those still there as written: one deleted (or changed) since is neither removed nor counted.
+  const created = record.sidecars.filter((s) => s.created && sidecarAsWritten(s)).map((s) => s.path);
   const header = await peekHeader(path).catch(() => null);
   const namedBy = typeof header?.id === "string" ? await sidecarsNamedElsewhere(path, header.id, created) : new Map<string, string>();
   const result: UndoResult = {

@@ -12,7 +12,7 @@
  *
  * Blank lines are skipped by Pi's loader and by condense's reader, so blanking is invisible to both.
  */
-import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readFileSync, readSync, rmSync, unlinkSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, readSync, rmSync, unlinkSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { CondenseError } from "../util/errors.js";
 import { faultPoint } from "./fault.js";
@@ -30,6 +30,7 @@ import {
   temporaryOf,
   undoPath,
 } from "./journal.js";
+import { readRegularFileSync } from "./reader.js";
 import { removeDeadTemporaries } from "./sidecars.js";
 
 /** How an interrupted write was settled. */
@@ -56,21 +57,37 @@ export function readRange(fd: number, start: number, end: number): Buffer {
   return buf.subarray(0, off);
 }
 
-/** Remove the sidecars this write created, each only while its bytes are still the ones written. */
-export function removeCreatedSidecars(session: string, sidecars: SidecarRecord[]): void {
+/**
+ * Remove the sidecars this write created, each only while its bytes are still the ones written.
+ * @returns the paths removed (one already gone, or changed, is not among them)
+ */
+export function removeCreatedSidecars(session: string, sidecars: SidecarRecord[]): string[] {
   const folders = new Set<string>();
+  const removed: string[] = [];
   for (const s of sidecars) {
     const folder = dirname(s.path);
     // Only inside a `-blobs` folder beside the session: a journal names no other file.
     if (!s.created || dirname(folder) !== dirname(session) || !folder.endsWith("-blobs")) continue;
+    if (!sidecarAsWritten(s)) continue; // gone already, changed, or unreadable (a FIFO is not waited on): left
     try {
-      if (sha256Hex(readFileSync(s.path)) === s.sha256) unlinkSync(s.path);
+      unlinkSync(s.path);
+      removed.push(s.path);
       folders.add(folder);
     } catch {
-      // gone already, or unreadable: leave it
+      // gone meanwhile: leave it
     }
   }
   for (const f of folders) fsyncDir(f);
+  return removed;
+}
+
+/** True when a sidecar a write created is still there with the bytes written (read without blocking). */
+export function sidecarAsWritten(s: SidecarRecord): boolean {
+  try {
+    return sha256Hex(readRegularFileSync(s.path)) === s.sha256;
+  } catch {
+    return false;
+  }
 }
 
 /** Bytes to write over our part: spaces, a newline where each of our lines ended, a newline last. */

@@ -84,9 +84,10 @@ export function earlierWrites(session: string, record: UndoRecord): number {
  * bytes long), fsync, remove the sidecars it created (and their folder once empty), drop the record.
  * @param from the size the file was inspected at (`postSize`), or `preSize` to finish an undo
  * @param keep sidecars left in place (another session file names them: sidecar-refs.ts)
+ * @returns the sidecars removed
  * @throws Error when the file's size moved since it was inspected (nothing is changed then)
  */
-export function removeWrite(session: string, record: UndoRecord, from: number, keep: ReadonlySet<string> = new Set()): void {
+export function removeWrite(session: string, record: UndoRecord, from: number, keep: ReadonlySet<string> = new Set()): string[] {
   if (from !== record.preSize) {
     const fd = openSync(session, "r+");
     try {
@@ -100,8 +101,9 @@ export function removeWrite(session: string, record: UndoRecord, from: number, k
     }
     faultPoint("undo-truncated");
   }
-  removeSidecarsOf(session, record, keep);
+  const removed = removeSidecarsOf(session, record, keep);
   dropRecord(session, record);
+  return removed;
 }
 
 /**
@@ -126,23 +128,25 @@ export function migrationBackupProblem(migration: MigrationFacts): string | null
  * the rename leaves the write intact (the next undo does it all again).
  * @param from the size the file was inspected at (`postSize`)
  * @param keep sidecars left in place (another session file names them: sidecar-refs.ts)
+ * @returns the sidecars removed
  * @throws Error when the file's size moved since it was inspected (nothing is changed then)
  */
-export function restoreMigrated(session: string, record: UndoRecord, migration: MigrationFacts, from: number, keep: ReadonlySet<string> = new Set()): void {
+export function restoreMigrated(session: string, record: UndoRecord, migration: MigrationFacts, from: number, keep: ReadonlySet<string> = new Set()): string[] {
   const size = statSync(session).size;
   if (size !== from) throw new Error(`${session} changed while undo worked (${from} → ${size} bytes); nothing was changed — run undo again`);
-  removeSidecarsOf(session, record, keep);
+  const removed = removeSidecarsOf(session, record, keep);
   renameSync(migration.backup, session);
   fsyncDir(dirname(session));
   dropRecord(session, record);
+  return removed;
 }
 
 /**
  * Remove the sidecars a write created (each only while its bytes are the ones written) except those
- * in `keep`, and their folder once empty.
+ * in `keep`, and their folder once empty; returns the ones removed.
  */
-function removeSidecarsOf(session: string, record: UndoRecord, keep: ReadonlySet<string>): void {
-  removeCreatedSidecars(
+function removeSidecarsOf(session: string, record: UndoRecord, keep: ReadonlySet<string>): string[] {
+  const removed = removeCreatedSidecars(
     session,
     record.sidecars.filter((x) => !keep.has(x.path)),
   );
@@ -154,6 +158,7 @@ function removeSidecarsOf(session: string, record: UndoRecord, keep: ReadonlySet
       // not empty, or gone
     }
   }
+  return removed;
 }
 
 /** Drop a write's record from the session's undo file (the file goes when it was the last). */
