@@ -7,11 +7,11 @@
  * a timeout, so a hang fails fast instead of blocking a thread of the test runner.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
-import { copyInto, FIXTURES, makeTempDir } from "./helpers.js";
+import { copyInto, FIXTURES, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
 
 let cli: ReturnType<typeof buildCli>;
 let tmp: ReturnType<typeof makeTempDir>;
@@ -104,5 +104,38 @@ describe("a FIFO where condense reads a file beside the session or one the user 
     expect([merge.signal, merge.code, merge.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
     const html = condense("report", "--html", pipe, real);
     expect([html.signal, html.code, html.stderr]).toEqual([null, 2, `error: --html ${pipe} already exists; use --force to overwrite it\n`]);
+  });
+
+  it("undo, with undo records beside the FIFO: refused at once (exit 2)", () => {
+    const pipe = fifo("undone.jsonl");
+    const real = copyInto(tmp.dir, path.join(FIXTURES, "custom-message-before-large-result.jsonl"), "undone-real.jsonl");
+    expect(condense("run", real).code).toBe(0);
+    copyInto(tmp.dir, `${real}.condense-undo`, "undone.jsonl.condense-undo");
+    for (const args of [["undo"], ["undo", "--dry-run"]]) {
+      const r = condense(...args, pipe);
+      expect([r.signal, r.code, r.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
+    }
+  });
+
+  it("a sidecar run would write: refused at once (exit 1), the session unchanged", () => {
+    const dir = path.join(tmp.dir, "spill");
+    mkdirSync(dir);
+    const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
+    const before = readFileSync(file);
+    const spill = ["--set", "spillThreshold=4096", "--set", "spillPreviewBytes=256"];
+    // The sidecar names a run writes: from a run, undone.
+    expect(condense("run", file, ...spill).code).toBe(0);
+    const blobs = path.join(dir, readdirSync(dir).find((f) => f.endsWith("-blobs")) ?? "");
+    const name = readdirSync(blobs).sort()[0];
+    expect(condense("undo", file).code).toBe(0);
+    mkdirSync(blobs);
+    const pipe = fifo(path.join(path.basename(dir), path.basename(blobs), name));
+    const r = condense("run", file, ...spill);
+    expect([r.signal, r.code, r.stderr]).toEqual([
+      null,
+      1,
+      `error: ${pipe} already exists and is not a regular file; condense does not replace it — nothing was written\n`,
+    ]);
+    expect(readFileSync(file).equals(before)).toBe(true);
   });
 });

@@ -136,6 +136,8 @@ export async function undoSession(file: string, options: UndoOptions): Promise<U
   const path = await realpath(file).catch(() => {
     throw new UsageError(`${file}: cannot read: no such file`);
   });
+  // As every command refuses it: a FIFO or device is never opened (its open or read would wait).
+  if (!(await stat(path)).isFile()) throw new UsageError(`${file}: cannot read: not a regular file`);
   const notWritable = await notWritableRefusal(path, NOTHING_CHANGED);
   if (notWritable && !options.dryRun) throw new CondenseError(notWritable, 1);
   if (notWritable) {

@@ -11,7 +11,7 @@
  * (session/recover.ts: only condense's own bytes are removed); a complete write turns the journal
  * into an undo record.
  */
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readFileSync, readSync, realpathSync, statSync, writeSync } from "node:fs";
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, realpathSync, statSync, writeSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { hostname } from "node:os";
 import { dirname } from "node:path";
@@ -32,6 +32,7 @@ import {
 } from "./journal.js";
 import { FileLockedError, type SessionLock, withSessionLock } from "./lock.js";
 import { removeCreatedSidecars, settleJournal } from "./recover.js";
+import { readRegularFileSync } from "./reader.js";
 import type { Session } from "./session.js";
 import { removeDeadTemporaries, writeFileAtomic } from "./sidecars.js";
 import type { NewEntry, SessionEntry, SessionEntryBase } from "./types.js";
@@ -268,8 +269,11 @@ function planSidecars(sidecars: { path: string; text: string }[]): { records: Si
     const bytes = Buffer.from(s.text, "utf8");
     let existing: Buffer | null = null;
     try {
-      existing = readFileSync(s.path);
-    } catch {
+      existing = readRegularFileSync(s.path); // a FIFO in its place is not waited on
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOTREG") {
+        throw new CondenseError(`${s.path} already exists and is not a regular file; condense does not replace it — nothing was written`, 1);
+      }
       existing = null;
     }
     if (existing && !existing.equals(bytes)) {
