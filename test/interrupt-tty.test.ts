@@ -262,11 +262,24 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     const folder = path.join(tmp.dir, "many-calls");
     mkdirSync(folder);
     for (let i = 1; i <= 4; i++) copyInto(folder, SOURCE, `c${i}.jsonl`);
+    // A worker's warnings reach stderr asynchronously and can be lost when the process exits: a
+    // preload in every thread writes each warning to a file as it is emitted.
+    const warnings = path.join(tmp.dir, "warnings.txt");
+    const preload = path.join(tmp.dir, "record-warnings.cjs");
+    writeFileSync(
+      preload,
+      'const { appendFileSync } = require("node:fs"); const { isMainThread } = require("node:worker_threads");\n' +
+        `process.on("warning", (w) => appendFileSync(${JSON.stringify(warnings)}, \`\${isMainThread ? "main" : "worker"}: \${w.name}\\n\`));\n`,
+    );
     // Answers after 300 ms: up to 16 calls wait at once in each of the two threads.
     server.setPlan(() => ({ delayMs: 300 }));
     try {
-      const child = spawnCli(["run", folder, "--dry-run", "--no-cache", "--model", "local/m1", "--jobs", "2", "--concurrency", "16", "-q"]);
+      const child = spawnCli(["run", folder, "--dry-run", "--no-cache", "--model", "local/m1", "--jobs", "2", "--concurrency", "16", "-q"], {
+        NODE_OPTIONS: `--require ${preload}`,
+      });
       expect(await child.exited).toBe(0);
+      expect(server.maxActive).toBeGreaterThan(20); // both threads had more than 10 calls in flight
+      expect(existsSync(warnings) ? readFileSync(warnings, "utf8") : "").toBe("");
       expect(child.output().stderr).toBe("");
     } finally {
       server.setPlan(() => ({ delayMs: 60 }));
