@@ -3,26 +3,28 @@
  * print a figure "after condense run" (metrics, render --stats, budget, report) say so — a warning
  * on stderr worded like run's refusal, and in their JSON warnings — without changing the figures.
  */
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./cli-harness.js";
-import { SHARED_SESSIONS } from "./helpers.js";
+import { fixedLengthTempDir, SHARED_SESSIONS } from "./helpers.js";
 
 const V1 = "pimono-custom-tool-session.v1.jsonl";
 let dir: string;
 let file: string;
 let v3: string;
+let cleanup = () => {};
 beforeAll(() => {
-  dir = mkdtempSync(path.join(tmpdir(), "condense-v1-note-"));
+  // Under /tmp whatever $TMPDIR says: stock-Pi stubs name the session's path, so the size after
+  // `condense run` (asserted below) depends on the path's length.
+  ({ dir, cleanup } = fixedLengthTempDir("v1-note"));
   file = path.join(dir, V1);
   v3 = path.join(dir, "migrated.jsonl");
   if (!existsSync(SHARED_SESSIONS)) return;
   copyFileSync(path.join(SHARED_SESSIONS, V1), file);
   copyFileSync(path.join(SHARED_SESSIONS, "pimono-custom-tool-session.migrated-v3.jsonl"), v3);
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(() => cleanup());
 
 // No Pi settings: the same target for everyone.
 const ENV = () => ({ PI_CODING_AGENT_DIR: dir, CONDENSE_NOW: "2026-03-01T12:00:00.000Z" });
