@@ -7,7 +7,9 @@
  * a timeout, so a hang fails fast instead of blocking a thread of the test runner.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { createServer } from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
@@ -137,5 +139,68 @@ describe("a FIFO where condense reads a file beside the session or one the user 
       `error: ${pipe} already exists and is not a regular file; condense does not replace it — nothing was written\n`,
     ]);
     expect(readFileSync(file).equals(before)).toBe(true);
+  });
+});
+
+describe("what else can take a sidecar's name or its blobs folder's", () => {
+  /** A session whose run writes sidecars, undone: the sidecar names it writes are known. */
+  function spilled(name: string): { file: string; before: Buffer; blobs: string; sidecar: string; spill: string[] } {
+    const dir = path.join(tmp.dir, name);
+    mkdirSync(dir);
+    const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
+    const before = readFileSync(file);
+    const spill = ["--set", "spillThreshold=4096", "--set", "spillPreviewBytes=256"];
+    expect(condense("run", file, ...spill).code).toBe(0);
+    const blobs = path.join(dir, readdirSync(dir).find((f) => f.endsWith("-blobs")) ?? "");
+    const sidecar = path.join(blobs, readdirSync(blobs).sort()[0]);
+    expect(condense("undo", file).code).toBe(0);
+    return { file, before, blobs, sidecar, spill };
+  }
+
+  it("a socket or a folder where a sidecar goes: refused (exit 1), neither replaced nor the session changed", async () => {
+    const s = spilled("spill-socket");
+    mkdirSync(s.blobs);
+    // Bound at a short path (a socket's path is limited to ~107 bytes), then moved into place.
+    const short = mkdtempSync(path.join(tmpdir(), "sock-"));
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(path.join(short, "s"), resolve));
+    renameSync(path.join(short, "s"), s.sidecar);
+    try {
+      const r = condense("run", s.file, ...s.spill);
+      expect([r.signal, r.code, r.stderr]).toEqual([
+        null,
+        1,
+        `error: ${s.sidecar} already exists and is not a regular file; condense does not replace it — nothing was written\n`,
+      ]);
+      expect(lstatSync(s.sidecar).isSocket()).toBe(true);
+      expect(readFileSync(s.file).equals(s.before)).toBe(true);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+      rmSync(short, { recursive: true, force: true });
+    }
+    rmSync(s.sidecar, { force: true });
+    mkdirSync(s.sidecar);
+    const r = condense("run", s.file, ...s.spill);
+    expect([r.signal, r.code, r.stderr]).toEqual([
+      null,
+      1,
+      `error: ${s.sidecar} already exists and is not a regular file; condense does not replace it — nothing was written\n`,
+    ]);
+    expect(readdirSync(s.blobs)).toEqual([path.basename(s.sidecar)]);
+    expect(readFileSync(s.file).equals(s.before)).toBe(true);
+  });
+
+  it("a file or a FIFO under the blobs folder's name: refused (exit 1), naming it", () => {
+    const s = spilled("spill-blobs");
+    writeFileSync(s.blobs, "");
+    const expected = `error: ${s.blobs} already exists and is not a folder; condense does not replace it — nothing was written\n`;
+    let r = condense("run", s.file, ...s.spill);
+    expect([r.signal, r.code, r.stderr]).toEqual([null, 1, expected]);
+    rmSync(s.blobs);
+    execFileSync("mkfifo", [s.blobs]);
+    r = condense("run", s.file, ...s.spill);
+    expect([r.signal, r.code, r.stderr]).toEqual([null, 1, expected]);
+    expect(lstatSync(s.blobs).isFIFO()).toBe(true);
+    expect(readFileSync(s.file).equals(s.before)).toBe(true);
   });
 });

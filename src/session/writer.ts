@@ -271,8 +271,14 @@ function planSidecars(sidecars: { path: string; text: string }[]): { records: Si
     try {
       existing = readRegularFileSync(s.path); // a FIFO in its place is not waited on
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOTREG") {
+      const code = (error as NodeJS.ErrnoException).code;
+      // A FIFO, a socket (ENXIO on open) or a folder in the sidecar's place: never replaced by the rename.
+      if (code === "ENOTREG" || code === "ENXIO" || code === "EISDIR") {
         throw new CondenseError(`${s.path} already exists and is not a regular file; condense does not replace it — nothing was written`, 1);
+      }
+      // The blobs folder's name taken by a file, FIFO or socket (or a link to one).
+      if (code === "ENOTDIR") {
+        throw new CondenseError(`${dirname(s.path)} already exists and is not a folder; condense does not replace it — nothing was written`, 1);
       }
       existing = null;
     }
