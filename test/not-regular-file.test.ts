@@ -7,7 +7,7 @@
  * a timeout, so a hang fails fast instead of blocking a thread of the test runner.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer } from "node:net";
 import path from "node:path";
@@ -203,4 +203,32 @@ describe("what else can take a sidecar's name or its blobs folder's", () => {
     expect(lstatSync(s.blobs).isFIFO()).toBe(true);
     expect(readFileSync(s.file).equals(s.before)).toBe(true);
   });
+});
+
+describe("the undo records file beside the session, when it is not a regular file", () => {
+  for (const kind of ["a folder", "a FIFO", "a link to /dev/null"] as const) {
+    it(`${kind}: run and compact refuse before writing (exit 1), the session and it unchanged, no journal left`, () => {
+      const dir = path.join(tmp.dir, `undo-${kind.replace(/\W+/g, "-")}`);
+      mkdirSync(dir);
+      const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
+      const before = readFileSync(file);
+      const records = `${file}.condense-undo`;
+      if (kind === "a folder") mkdirSync(records);
+      else if (kind === "a FIFO") execFileSync("mkfifo", [records]);
+      else symlinkSync("/dev/null", records);
+      for (const command of ["run", "compact"]) {
+        const r = condense(command, file);
+        expect([command, r.signal, r.code, r.stderr]).toEqual([
+          command,
+          null,
+          1,
+          `error: ${records} already exists and is not a regular file; condense does not replace it — nothing was written\n`,
+        ]);
+        expect(readFileSync(file).equals(before)).toBe(true);
+        expect(readdirSync(dir).sort()).toEqual(["s.jsonl", "s.jsonl.condense-undo"]);
+      }
+      const st = lstatSync(records);
+      expect(kind === "a folder" ? st.isDirectory() : kind === "a FIFO" ? st.isFIFO() : st.isSymbolicLink()).toBe(true);
+    });
+  }
 });

@@ -28,6 +28,7 @@ import {
   removeJournal,
   type SidecarRecord,
   sha256Hex,
+  undoPath,
   writeDurable,
 } from "./journal.js";
 import { FileLockedError, type SessionLock, withSessionLock } from "./lock.js";
@@ -291,6 +292,26 @@ function planSidecars(sidecars: { path: string; text: string }[]): { records: Si
   return { records, toWrite };
 }
 
+/**
+ * The undo records file is rewritten by a rename at the commit, after the append: a folder there
+ * would fail it with the bytes appended and the journal left, and a FIFO, socket or device (or a
+ * link to one) would be replaced. Such a file is refused before anything is written.
+ */
+function assertUndoFileReplaceable(session: string): void {
+  const path = undoPath(session);
+  let kind: "file" | "other" | "none";
+  try {
+    kind = statSync(path).isFile() ? "file" : "other";
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // Missing, or a dangling link: created (or replaced) as before; a looping link is refused.
+    kind = code === "ELOOP" ? "other" : "none";
+  }
+  if (kind === "other") {
+    throw new CondenseError(`${path} already exists and is not a regular file; condense does not replace it — nothing was written`, 1);
+  }
+}
+
 function tailHash(path: string, size: number): string {
   const fd = openSync(path, "r");
   try {
@@ -321,6 +342,7 @@ async function commitAppend(
   const bytes = Buffer.concat(parts);
   const st = statSync(session.path);
   const plan = planSidecars(options.sidecars ?? []);
+  assertUndoFileReplaceable(session.path);
   const journal: JournalRecord = {
     format: "condense-journal",
     v: 1,
