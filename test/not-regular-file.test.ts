@@ -232,3 +232,57 @@ describe("the undo records file beside the session, when it is not a regular fil
     });
   }
 });
+
+describe("a Unix socket where condense reads (ENXIO on open), and a folder as the journal", () => {
+  it("as the session, the write journal, --config and metrics --merge's input: 'not a regular file', exit 2, naming it", async () => {
+    const dir = path.join(tmp.dir, "sockets");
+    mkdirSync(dir);
+    const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
+    const before = readFileSync(file);
+    const short = mkdtempSync(path.join(tmpdir(), "sock-"));
+    const servers: ReturnType<typeof createServer>[] = [];
+    const socketAt = async (target: string): Promise<string> => {
+      const bound = path.join(short, String(servers.length));
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(bound, resolve));
+      renameSync(bound, target);
+      return target;
+    };
+    try {
+      const session = await socketAt(path.join(dir, "sock.jsonl"));
+      const journal = await socketAt(`${file}.condense-journal`);
+      const config = await socketAt(path.join(dir, "config.json"));
+      const merge = await socketAt(path.join(dir, "part.ndjson"));
+      const cases: [string[], string][] = [
+        [["run", session], `error: ${session}: cannot read: not a regular file\n`],
+        [["render", session], `error: ${session}: cannot read: not a regular file\n`],
+        [["metrics", session], `error: ${session}: cannot read: not a regular file\n`],
+        [["run", file], `error: ${journal}: cannot read: not a regular file; nothing was changed\n`],
+        [["render", file], `error: ${journal}: cannot read: not a regular file; nothing was changed\n`],
+        [["run", "--dry-run", "--config", config, file], `error: --config ${config}: cannot read: not a regular file\n`],
+        [["metrics", "--merge", merge], `error: ${merge}: cannot read: not a regular file\n`],
+      ];
+      for (const [args, stderr] of cases) {
+        const r = condense(...args);
+        expect([args.join(" "), r.signal, r.code, r.stderr]).toEqual([args.join(" "), null, 2, stderr]);
+      }
+      expect(readFileSync(file).equals(before)).toBe(true);
+    } finally {
+      for (const server of servers) await new Promise((resolve) => server.close(resolve));
+      rmSync(short, { recursive: true, force: true });
+    }
+    rmSync(`${file}.condense-journal`, { force: true });
+    mkdirSync(`${file}.condense-journal`);
+    for (const command of ["run", "render"]) {
+      const r = condense(command, file);
+      expect([command, r.signal, r.code, r.stderr]).toEqual([
+        command,
+        null,
+        2,
+        `error: ${file}.condense-journal: cannot read: is a directory; nothing was changed\n`,
+      ]);
+    }
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+});

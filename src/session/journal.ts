@@ -188,7 +188,9 @@ export function readJournal(session: string): JournalRecord | null {
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return null;
-    if (code === "ENOTREG") throw new CondenseError(`${journalPath(session)}: cannot read: not a regular file; nothing was changed`, 2);
+    if (code === "ENOTREG" || code === "EISDIR") {
+      throw new CondenseError(`${journalPath(session)}: cannot read: ${code === "EISDIR" ? "is a directory" : "not a regular file"}; nothing was changed`, 2);
+    }
     throw error;
   }
   let value: unknown;

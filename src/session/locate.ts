@@ -96,7 +96,13 @@ function headerCandidate(line: string): PeekedHeader | null | undefined {
  * not a regular file (a FIFO, a device) has none either: opened without blocking, never read.
  */
 export async function peekHeader(path: string): Promise<PeekedHeader | null> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  let handle: Awaited<ReturnType<typeof open>>;
+  try {
+    handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENXIO") return null; // a socket: the reader refuses it
+    throw error;
+  }
   try {
     if (!(await handle.stat()).isFile()) return null;
     // Read in small pieces: the header is the first line, and an archive peeks at every file.

@@ -58,6 +58,15 @@ export interface RawSession {
 const CHUNK_BYTES = 4 * 1024 * 1024;
 
 /**
+ * Opening a Unix socket fails with ENXIO (O_NONBLOCK or not): it is not a regular file, and is
+ * said so (code `ENOTREG`) as a FIFO or a device is, not with the system's "no such device".
+ */
+export function socketAsNotRegular(error: unknown): unknown {
+  if ((error as NodeJS.ErrnoException)?.code !== "ENXIO") return error;
+  return Object.assign(new Error("not a regular file"), { code: "ENOTREG" });
+}
+
+/**
  * The whole of a small file the user names or a session keeps beside it (a journal, the undo
  * records, --config, an archive's NDJSON), read without blocking on what is not a regular file: a
  * FIFO or device is opened with O_NONBLOCK and refused before any read.
@@ -65,7 +74,12 @@ const CHUNK_BYTES = 4 * 1024 * 1024;
  *   (message "not a regular file") for anything else that is not a regular file
  */
 export function readRegularFileSync(path: string): Buffer {
-  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw socketAsNotRegular(error);
+  }
   try {
     const stats = fstatSync(fd);
     if (stats.isDirectory()) throw Object.assign(new Error("EISDIR: illegal operation on a directory, read"), { code: "EISDIR" });
@@ -131,7 +145,9 @@ class LineTooLong {
  *   code `ENOTREG` for something that is not a regular file)
  */
 export async function readSessionFile(path: string, options: { limit?: number } = {}): Promise<RawSession> {
-  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  const handle = await open(path, constants.O_RDONLY | constants.O_NONBLOCK).catch((error: unknown) => {
+    throw socketAsNotRegular(error);
+  });
   try {
     const stats = await handle.stat();
     if (stats.isDirectory()) throw Object.assign(new Error("is a directory"), { code: "EISDIR" });
