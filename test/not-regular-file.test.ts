@@ -286,3 +286,26 @@ describe("a Unix socket where condense reads (ENXIO on open), and a folder as th
     expect(readFileSync(file).equals(before)).toBe(true);
   });
 });
+
+describe("a FIFO as Pi's models.json or auth.json, which run --model reads", () => {
+  for (const name of ["models.json", "auth.json"]) {
+    it(`${name}: refused at once (exit 2), naming it; not waited on`, () => {
+      const agent = makeTempDir(`not-regular-${name}`);
+      try {
+        const pipe = path.join(agent.dir, name);
+        execFileSync("mkfifo", [pipe]);
+        const file = copyInto(tmp.dir, path.join(FIXTURES, "llm-three-batches.jsonl"), `models-${name}.jsonl`);
+        const r = spawnSync(process.execPath, [cli.bin, "run", file, "--model", "local/m1", "--dry-run"], {
+          cwd: tmp.dir,
+          encoding: "utf8",
+          timeout: 10_000,
+          killSignal: "SIGKILL",
+          env: { PATH: process.env.PATH, HOME: agent.dir, PI_CODING_AGENT_DIR: agent.dir, NO_COLOR: "1" },
+        });
+        expect([r.signal, r.status, r.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
+      } finally {
+        agent.cleanup();
+      }
+    });
+  }
+});

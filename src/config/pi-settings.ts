@@ -23,6 +23,8 @@ import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "n
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { agentDir as piAgentDir } from "../session/locate.js";
+import { readRegularFileSync } from "../session/reader.js";
+import { errnoWords } from "../util/errors.js";
 
 export interface PiSettings {
   /** Global settings with the project's merged over them (when read). */
@@ -43,9 +45,9 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 function readSettingsFile(path: string, errors: PiSettings["errors"]): Json {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFileSync(path).toString("utf8"); // a FIFO is refused, not waited on
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") errors.push({ path, message: `cannot read: ${(error as Error).message}` });
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") errors.push({ path, message: `cannot read: ${errnoWords(error)}` });
     return {};
   }
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -238,7 +240,7 @@ export function piCondenseStatus(options: { cwd: string; agentDir?: string }): P
   let reason: string | undefined;
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(settings.globalPath, "utf8"));
+    raw = JSON.parse(readRegularFileSync(settings.globalPath).toString("utf8"));
   } catch (error) {
     reason =
       (error as NodeJS.ErrnoException).code === "ENOENT"

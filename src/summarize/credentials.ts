@@ -11,10 +11,11 @@
  * Everything here is resolved once, before the first call; nothing is written back.
  */
 import { execSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import type { AuthContext, AuthResult, Provider, ProviderEnv } from "@earendil-works/pi-ai";
-import { UsageError } from "../util/errors.js";
+import { readRegularFileSync } from "../session/reader.js";
+import { errnoWords, UsageError } from "../util/errors.js";
 
 /** One provider's entry in auth.json. */
 export type StoredCredential =
@@ -32,10 +33,10 @@ function stripBom(text: string): string {
 export function readAuthFile(path: string): Record<string, StoredCredential> {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFileSync(path).toString("utf8"); // a FIFO is refused, not waited on
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
-    throw new UsageError(`${path}: cannot read: ${(error as Error).message}`);
+    throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);
   }
   let parsed: unknown;
   try {

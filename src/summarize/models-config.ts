@@ -6,9 +6,9 @@
  * `contextWindow`, `maxTokens`, `headers`, `compat`, sampling parameters) and `modelOverrides` —
  * and passes the rest through untouched. Like Pi, `//` comments and trailing commas are allowed.
  */
-import { readFileSync } from "node:fs";
 import type { Api, Model } from "@earendil-works/pi-ai";
-import { UsageError } from "../util/errors.js";
+import { readRegularFileSync } from "../session/reader.js";
+import { errnoWords, UsageError } from "../util/errors.js";
 
 export interface ModelDefinition {
   id: string;
@@ -94,10 +94,10 @@ function checkModelFields(m: Record<string, unknown>, path: string, where: strin
 export function readModelsFile(path: string): ModelsConfig | null {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularFileSync(path).toString("utf8"); // a FIFO is refused, not waited on
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw new UsageError(`${path}: cannot read: ${(error as Error).message}`);
+    throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);
   }
   let parsed: unknown;
   try {
