@@ -309,3 +309,37 @@ describe("a FIFO as Pi's models.json or auth.json, which run --model reads", () 
     });
   }
 });
+
+describe("FIFOs condense reads only for extra facts: not waited on", () => {
+  it("Pi's models-store.json: run --estimate --model goes on without it (exit 0)", () => {
+    const agent = makeTempDir("not-regular-store");
+    try {
+      execFileSync("mkfifo", [path.join(agent.dir, "models-store.json")]);
+      const file = copyInto(tmp.dir, path.join(FIXTURES, "llm-three-batches.jsonl"), "store.jsonl");
+      const r = spawnSync(process.execPath, [cli.bin, "run", file, "--model", "anthropic/claude-haiku-4-5", "--estimate", "--json"], {
+        cwd: tmp.dir,
+        encoding: "utf8",
+        timeout: 10_000,
+        killSignal: "SIGKILL",
+        env: { PATH: process.env.PATH, HOME: agent.dir, PI_CODING_AGENT_DIR: agent.dir, NO_COLOR: "1" },
+      });
+      expect([r.signal, r.status]).toEqual([null, 0]);
+      expect(JSON.parse(r.stdout).sessions[0].dryRun).toBe(true);
+    } finally {
+      agent.cleanup();
+    }
+  });
+
+  it("the owner file of a live lock: run reports the lock (exit 1), owner unknown", () => {
+    const dir = path.join(tmp.dir, "lock-owner");
+    mkdirSync(dir);
+    const file = copyInto(dir, path.join(FIXTURES, "llm-three-batches.jsonl"), "s.jsonl");
+    const before = readFileSync(file);
+    mkdirSync(`${file}.lock`);
+    execFileSync("mkfifo", [path.join(`${file}.lock`, "owner.json")]);
+    const r = condense("run", file);
+    expect([r.signal, r.code]).toEqual([null, 1]);
+    expect(r.stderr).toMatch(new RegExp(`^error: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is locked \\(lock folder .*owner unknown`));
+    expect(readFileSync(file).equals(before)).toBe(true);
+  });
+});
