@@ -342,4 +342,19 @@ describe("FIFOs condense reads only for extra facts: not waited on", () => {
     expect(r.stderr).toMatch(new RegExp(`^error: ${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is locked \\(lock folder .*owner unknown`));
     expect(readFileSync(file).equals(before)).toBe(true);
   });
+
+  it("the project's .pi/settings.json, read for Pi's session folder: metrics with no session goes on without it (exit 2, none found)", () => {
+    const project = path.join(tmp.dir, "project-fifo");
+    mkdirSync(path.join(project, ".pi"), { recursive: true });
+    execFileSync("mkfifo", [path.join(project, ".pi", "settings.json")]);
+    const r = spawnSync(process.execPath, [cli.bin, "metrics"], {
+      cwd: project,
+      encoding: "utf8",
+      timeout: 10_000,
+      killSignal: "SIGKILL",
+      env: { PATH: process.env.PATH, HOME: piDir.dir, PI_CODING_AGENT_DIR: piDir.dir, NO_COLOR: "1" },
+    });
+    expect([r.signal, r.status]).toEqual([null, 2]);
+    expect(r.stderr).toMatch(/^error: no session given, \$PI_SESSION_FILE is not set, and .* holds no Pi session of /);
+  });
 });

@@ -5,10 +5,11 @@
  * (the project's `<cwd>/.pi/settings.json` over the global `<agent dir>/settings.json`), else the
  * per-cwd folder below `<agent dir>/sessions/`.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { readRegularFileSync } from "./reader.js";
 
 /**
  * Pi's path normalization for configured paths: `~` and `~/…` expand to the home folder, `file://`
@@ -34,7 +35,11 @@ export interface CustomSessionDir {
 function readSettings(path: string): Record<string, unknown> {
   if (!existsSync(path)) return {};
   try {
-    const value = JSON.parse(readFileSync(path, "utf8").replace(/^\uFEFF/, ""));
+    const value = JSON.parse(
+      readRegularFileSync(path)
+        .toString("utf8")
+        .replace(/^\uFEFF/, ""),
+    ); // a FIFO: not waited on
     return value && typeof value === "object" && !Array.isArray(value) ? value : {};
   } catch {
     return {};
