@@ -358,3 +358,32 @@ describe("FIFOs condense reads only for extra facts: not waited on", () => {
     expect(r.stderr).toMatch(/^error: no session given, \$PI_SESSION_FILE is not set, and .* holds no Pi session of /);
   });
 });
+
+describe("install-skill with a FIFO where SKILL.md goes", () => {
+  it("refused at once (exit 2), with or without --force, the FIFO left", () => {
+    const agent = makeTempDir("not-regular-skill");
+    try {
+      const skill = path.join(agent.dir, "skills", "condense-recover", "SKILL.md");
+      mkdirSync(path.dirname(skill), { recursive: true });
+      execFileSync("mkfifo", [skill]);
+      for (const args of [["install-skill"], ["install-skill", "--force"]]) {
+        const r = spawnSync(process.execPath, [cli.bin, ...args], {
+          cwd: tmp.dir,
+          encoding: "utf8",
+          timeout: 10_000,
+          killSignal: "SIGKILL",
+          env: { PATH: process.env.PATH, HOME: agent.dir, PI_CODING_AGENT_DIR: agent.dir, NO_COLOR: "1" },
+        });
+        expect([args.join(" "), r.signal, r.status, r.stderr]).toEqual([
+          args.join(" "),
+          null,
+          2,
+          `error: ${skill} exists and is not a regular file; condense does not replace it (nothing was written)\n`,
+        ]);
+      }
+      expect(lstatSync(skill).isFIFO()).toBe(true);
+    } finally {
+      agent.cleanup();
+    }
+  });
+});

@@ -6,13 +6,14 @@
  * SKILL.md that differs from this version's (older, or edited) is kept unless `--force`; a missing
  * agent folder is an error (its `skills/<name>/` folders are created).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import type { Command } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { SKILL_NAME, skillMarkdown, skillPath } from "../../query/skill.js";
 import { agentDir } from "../../session/locate.js";
+import { readRegularFileSync } from "../../session/reader.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
-import { RuntimeFailure, UsageError } from "../../util/errors.js";
+import { errnoWords, RuntimeFailure, UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
 import { type CommonOptions, type ExitState, withCommonOptions } from "../options.js";
 
@@ -58,13 +59,27 @@ export function registerInstallSkill(program: Command, _exit: ExitState): void {
   });
 }
 
+/** The installed SKILL.md's text, or undefined when there is none; a FIFO or folder there is refused, not waited on. */
+function readExisting(path: string): string | undefined {
+  try {
+    return readRegularFileSync(path).toString("utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    if (code === "ENOTREG" || code === "EISDIR") {
+      throw new UsageError(`${path} exists and is not a regular file; condense does not replace it (nothing was written)`);
+    }
+    throw new RuntimeFailure(`cannot read ${path}: ${errnoWords(error)}`);
+  }
+}
+
 /**
  * Write `text` to `path` atomically unless it already holds exactly that.
  * @returns true when written, false when the file was already up to date
  * @throws UsageError when the file differs and `force` is false; RuntimeFailure when it cannot be written
  */
 async function installSkill(path: string, text: string, force: boolean): Promise<boolean> {
-  const existing = existsSync(path) ? readFileSync(path, "utf8") : undefined;
+  const existing = readExisting(path);
   if (existing === text) return false;
   if (existing !== undefined && !force) {
     throw new UsageError(`${path} exists and differs from this version's skill; pass --force to overwrite it (or --print to compare)`);
