@@ -186,6 +186,23 @@ describe("batches whose summary fails (the model never answered)", () => {
     expect(stdout).toContain(`${copy}: written for stock Pi`);
     expect(stdout).toContain(`${copy}: 2 calls to local/m1`);
   }, 30_000);
+
+  it("with --output: the line says that running again needs --force, since the output exists now", async () => {
+    const out = path.join(dir, "some-fail-out.jsonl");
+    rmSync(out, { force: true });
+    const failing = (r: { user: string }) => (r.user.includes("[[1:grep]]") ? { status: 500 } : {});
+    const { copy, before, code, stderr } = await failingRun("some-fail-source.jsonl", failing, ["--output", out]);
+    expect(code).toBe(1);
+    expect(readFileSync(copy).equals(before)).toBe(true);
+    expect(readFileSync(out).subarray(0, before.length).equals(before)).toBe(true);
+    expect(stderr.split("\n").at(-2)).toBe(
+      `error: ${copy}: 1 of 3 batches failed (${ERROR_500}); they stay raw, the rest was written — run again to retry them, with --force to replace ${out}`,
+    );
+    // As it says: without --force the output is refused, with it the run is done again.
+    expect((await failingRun("some-fail-source.jsonl", () => ({}), ["--output", out])).code).toBe(2);
+    const again = await failingRun("some-fail-source.jsonl", () => ({}), ["--output", out, "--force"]);
+    expect(again.code).toBe(0);
+  }, 40_000);
 });
 
 describe("the progress line", () => {

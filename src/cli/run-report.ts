@@ -265,7 +265,9 @@ export function failedBatchesLine(r: RunFileResult): string | null {
         ? "nothing would be written"
         : "nothing was written";
   const again = unreachable ? "run again when the model is reachable" : "run again to retry them";
-  return `${r.session}: ${r.batches.failed} of ${r.batches.captured} batches failed (${why.join("; ")}); ${state} — ${again}`;
+  // A run again would find its own --output there and refuse it.
+  const replace = r.written && r.written !== r.session ? `, with --force to replace ${r.written}` : "";
+  return `${r.session}: ${r.batches.failed} of ${r.batches.captured} batches failed (${why.join("; ")}); ${state} — ${again}${replace}`;
 }
 
 const LISTED_RECOVERIES = 5;
