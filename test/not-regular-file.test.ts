@@ -106,6 +106,13 @@ describe("a FIFO where condense reads a file beside the session or one the user 
     expect([merge.signal, merge.code, merge.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
     const html = condense("report", "--html", pipe, real);
     expect([html.signal, html.code, html.stderr]).toEqual([null, 2, `error: --html ${pipe} already exists; use --force to overwrite it\n`]);
+    // A folder or a missing file there is said in words too, not with the system's message.
+    const folder = path.join(tmp.dir, "a-folder.json");
+    mkdirSync(folder, { recursive: true });
+    const missing = path.join(tmp.dir, "missing.ndjson");
+    expect(condense("render", "--config", folder, real).stderr).toBe(`error: --config ${folder}: cannot read: is a directory\n`);
+    expect(condense("metrics", "--merge", folder).stderr).toBe(`error: ${folder}: cannot read: is a directory\n`);
+    expect(condense("metrics", "--merge", missing).stderr).toBe(`error: ${missing}: cannot read: no such file\n`);
   });
 
   it("undo, with undo records beside the FIFO: refused at once (exit 2)", () => {

@@ -11,7 +11,7 @@
  */
 import type { Command } from "commander";
 import { readRegularFileSync } from "../session/reader.js";
-import { UsageError } from "../util/errors.js";
+import { errnoWords, UsageError } from "../util/errors.js";
 import type { FileOutcome } from "./batch.js";
 import type { Output } from "./output.js";
 import { parseShard, selectShard } from "./shard.js";
@@ -95,7 +95,7 @@ export function readArchiveLines<T>(paths: string[], schema: string, required: s
     try {
       text = readRegularFileSync(path).toString("utf8");
     } catch (error) {
-      throw new UsageError(`${path}: cannot read: ${(error as Error).message}`);
+      throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);
     }
     text.split("\n").forEach((raw, i) => {
       if (raw.trim() === "") return;

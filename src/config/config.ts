@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { agentDir } from "../session/locate.js";
 import { readRegularFileSync } from "../session/reader.js";
-import { UsageError } from "../util/errors.js";
+import { errnoWords, UsageError } from "../util/errors.js";
 
 const THINKING = ["default", "off", "minimal", "low", "medium", "high", "xhigh"] as const;
 const BATCHING = ["turn", "agent-message"] as const;
@@ -173,7 +173,7 @@ function readJsonFile(path: string, what: string): unknown {
       .toString("utf8")
       .replace(/^\uFEFF/, "");
   } catch (error) {
-    throw new UsageError(`${what} ${path}: cannot read: ${(error as Error).message}`);
+    throw new UsageError(`${what} ${path}: cannot read: ${errnoWords(error)}`);
   }
   try {
     return JSON.parse(text);
