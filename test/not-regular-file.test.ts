@@ -85,6 +85,20 @@ describe("a FIFO as the session", () => {
   });
 });
 
+/** A session whose run writes sidecars, undone: the sidecar names it writes are known. */
+function spilled(name: string): { file: string; before: Buffer; blobs: string; sidecar: string; spill: string[] } {
+  const dir = path.join(tmp.dir, name);
+  mkdirSync(dir);
+  const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
+  const before = readFileSync(file);
+  const spill = ["--set", "spillThreshold=4096", "--set", "spillPreviewBytes=256"];
+  expect(condense("run", file, ...spill).code).toBe(0);
+  const blobs = path.join(dir, readdirSync(dir).find((f) => f.endsWith("-blobs")) ?? "");
+  const sidecar = path.join(blobs, readdirSync(blobs).sort()[0]);
+  expect(condense("undo", file).code).toBe(0);
+  return { file, before, blobs, sidecar, spill };
+}
+
 describe("a FIFO where condense reads a file beside the session or one the user names", () => {
   it("the session's write journal: refused at once (exit 2), by run and render", () => {
     const real = copyInto(tmp.dir, path.join(FIXTURES, "custom-message-before-large-result.jsonl"), "journal.jsonl");
@@ -127,18 +141,9 @@ describe("a FIFO where condense reads a file beside the session or one the user 
   });
 
   it("a sidecar run would write: refused at once (exit 1), the session unchanged", () => {
-    const dir = path.join(tmp.dir, "spill");
-    mkdirSync(dir);
-    const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
-    const before = readFileSync(file);
-    const spill = ["--set", "spillThreshold=4096", "--set", "spillPreviewBytes=256"];
-    // The sidecar names a run writes: from a run, undone.
-    expect(condense("run", file, ...spill).code).toBe(0);
-    const blobs = path.join(dir, readdirSync(dir).find((f) => f.endsWith("-blobs")) ?? "");
-    const name = readdirSync(blobs).sort()[0];
-    expect(condense("undo", file).code).toBe(0);
+    const { file, before, blobs, sidecar, spill } = spilled("spill");
     mkdirSync(blobs);
-    const pipe = fifo(path.join(path.basename(dir), path.basename(blobs), name));
+    const pipe = fifo(path.relative(tmp.dir, sidecar));
     const r = condense("run", file, ...spill);
     expect([r.signal, r.code, r.stderr]).toEqual([
       null,
@@ -150,20 +155,6 @@ describe("a FIFO where condense reads a file beside the session or one the user 
 });
 
 describe("what else can take a sidecar's name or its blobs folder's", () => {
-  /** A session whose run writes sidecars, undone: the sidecar names it writes are known. */
-  function spilled(name: string): { file: string; before: Buffer; blobs: string; sidecar: string; spill: string[] } {
-    const dir = path.join(tmp.dir, name);
-    mkdirSync(dir);
-    const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
-    const before = readFileSync(file);
-    const spill = ["--set", "spillThreshold=4096", "--set", "spillPreviewBytes=256"];
-    expect(condense("run", file, ...spill).code).toBe(0);
-    const blobs = path.join(dir, readdirSync(dir).find((f) => f.endsWith("-blobs")) ?? "");
-    const sidecar = path.join(blobs, readdirSync(blobs).sort()[0]);
-    expect(condense("undo", file).code).toBe(0);
-    return { file, before, blobs, sidecar, spill };
-  }
-
   it("a socket or a folder where a sidecar goes: refused (exit 1), neither replaced nor the session changed", async () => {
     const s = spilled("spill-socket");
     mkdirSync(s.blobs);
