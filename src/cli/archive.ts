@@ -10,7 +10,7 @@
  * it knows every shard is there.
  */
 import type { Command } from "commander";
-import { readRegularFileSync } from "../session/reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { errnoWords, UsageError } from "../util/errors.js";
 import type { FileOutcome } from "./batch.js";
 import type { Output } from "./output.js";
@@ -93,7 +93,7 @@ export function readArchiveLines<T>(paths: string[], schema: string, required: s
   for (const path of paths) {
     let text: string;
     try {
-      text = readRegularFileSync(path).toString("utf8");
+      text = readRegularFileSync(path, "utf8");
     } catch (error) {
       throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);
     }

@@ -8,7 +8,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { agentDir } from "../session/locate.js";
-import { readRegularFileSync } from "../session/reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { errnoWords, UsageError } from "../util/errors.js";
 
 const THINKING = ["default", "off", "minimal", "low", "medium", "high", "xhigh"] as const;
@@ -169,9 +169,7 @@ export interface ConfigSources {
 function readJsonFile(path: string, what: string): unknown {
   let text: string;
   try {
-    text = readRegularFileSync(path)
-      .toString("utf8")
-      .replace(/^\uFEFF/, "");
+    text = readRegularFileSync(path, "utf8").replace(/^\uFEFF/, "");
   } catch (error) {
     throw new UsageError(`${what} ${path}: cannot read: ${errnoWords(error)}`);
   }

@@ -23,7 +23,7 @@ import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "n
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { agentDir as piAgentDir } from "../session/locate.js";
-import { readRegularFileSync } from "../session/reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { errnoWords } from "../util/errors.js";
 
 export interface PiSettings {
@@ -45,7 +45,7 @@ const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null 
 function readSettingsFile(path: string, errors: PiSettings["errors"]): Json {
   let text: string;
   try {
-    text = readRegularFileSync(path).toString("utf8"); // a FIFO is refused, not waited on
+    text = readRegularFileSync(path, "utf8"); // a FIFO is refused, not waited on
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") errors.push({ path, message: `cannot read: ${errnoWords(error)}` });
     return {};
@@ -240,7 +240,7 @@ export function piCondenseStatus(options: { cwd: string; agentDir?: string }): P
   let reason: string | undefined;
   let raw: unknown;
   try {
-    raw = JSON.parse(readRegularFileSync(settings.globalPath).toString("utf8"));
+    raw = JSON.parse(readRegularFileSync(settings.globalPath, "utf8"));
   } catch (error) {
     reason =
       (error as NodeJS.ErrnoException).code === "ENOENT"

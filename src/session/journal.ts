@@ -16,8 +16,8 @@
 import { createHash, hash, randomBytes } from "node:crypto";
 import { closeSync, fsyncSync, openSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { CondenseError } from "../util/errors.js";
-import { readRegularFileSync } from "./reader.js";
+import { CondenseError, errnoWords } from "../util/errors.js";
+import { readRegularFileSync } from "../util/files.js";
 
 /**
  * One appended line: byte length (newline included), first 32 hex of its sha256, entry id (null
@@ -184,12 +184,12 @@ function isJournal(v: unknown): v is JournalRecord {
 export function readJournal(session: string): JournalRecord | null {
   let text: string;
   try {
-    text = readRegularFileSync(journalPath(session)).toString("utf8");
+    text = readRegularFileSync(journalPath(session), "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return null;
     if (code === "ENOTREG" || code === "EISDIR") {
-      throw new CondenseError(`${journalPath(session)}: cannot read: ${code === "EISDIR" ? "is a directory" : "not a regular file"}; nothing was changed`, 2);
+      throw new CondenseError(`${journalPath(session)}: cannot read: ${errnoWords(error)}; nothing was changed`, 2);
     }
     throw error;
   }
@@ -221,7 +221,7 @@ export function readUndoRecords(session: string): UndoRecord[] {
 export function readUndoFile(session: string): { records: UndoRecord[]; damaged: number } {
   let text: string;
   try {
-    text = readRegularFileSync(undoPath(session)).toString("utf8");
+    text = readRegularFileSync(undoPath(session), "utf8");
   } catch {
     return { records: [], damaged: 0 };
   }

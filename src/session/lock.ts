@@ -15,7 +15,7 @@ import { randomBytes } from "node:crypto";
 import { lstatSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { CondenseError } from "../util/errors.js";
-import { readRegularFileSync } from "./reader.js";
+import { readRegularFileSync } from "../util/files.js";
 
 /** A lock without refresh for this long is abandoned (proper-lockfile's `stale`, ms). */
 const STALE_MS = 30_000;
@@ -121,7 +121,7 @@ export function pidIsDead(pid: number): boolean {
 
 function readOwner(lockDir: string): LockOwner | null {
   try {
-    const value = JSON.parse(readRegularFileSync(`${lockDir}/${OWNER_FILE}`).toString("utf8")); // a FIFO: not waited on
+    const value = JSON.parse(readRegularFileSync(`${lockDir}/${OWNER_FILE}`, "utf8")); // a FIFO: not waited on
     return value && typeof value === "object" ? (value as LockOwner) : null;
   } catch {
     return null;

@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readRegularFileSync } from "./reader.js";
+import { readRegularFileSync } from "../util/files.js";
 
 /**
  * Pi's path normalization for configured paths: `~` and `~/…` expand to the home folder, `file://`
@@ -35,11 +35,7 @@ export interface CustomSessionDir {
 function readSettings(path: string): Record<string, unknown> {
   if (!existsSync(path)) return {};
   try {
-    const value = JSON.parse(
-      readRegularFileSync(path)
-        .toString("utf8")
-        .replace(/^\uFEFF/, ""),
-    ); // a FIFO: not waited on
+    const value = JSON.parse(readRegularFileSync(path, "utf8").replace(/^\uFEFF/, "")); // a FIFO: not waited on
     return value && typeof value === "object" && !Array.isArray(value) ? value : {};
   } catch {
     return {};

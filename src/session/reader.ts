@@ -6,8 +6,9 @@
  * 1-based line number and byte offset. Malformed lines are skipped the way Pi's
  * `loadEntriesFromFile` skips them, and reported as warnings.
  */
-import { closeSync, constants, fstatSync, openSync, readSync } from "node:fs";
+import { constants } from "node:fs";
 import { open } from "node:fs/promises";
+import { notRegularFile, socketAsNotRegular } from "../util/files.js";
 import type { EntryLocation, SessionEntry, SessionHeader } from "./types.js";
 
 /** A line Pi would skip, with where it is. */
@@ -57,45 +58,6 @@ export interface RawSession {
 
 const CHUNK_BYTES = 4 * 1024 * 1024;
 
-/**
- * Opening a Unix socket fails with ENXIO (O_NONBLOCK or not): it is not a regular file, and is
- * said so (code `ENOTREG`) as a FIFO or a device is, not with the system's "no such device".
- */
-export function socketAsNotRegular(error: unknown): unknown {
-  if ((error as NodeJS.ErrnoException)?.code !== "ENXIO") return error;
-  return Object.assign(new Error("not a regular file"), { code: "ENOTREG" });
-}
-
-/**
- * The whole of a small file the user names or a session keeps beside it (a journal, the undo
- * records, --config, an archive's NDJSON), read without blocking on what is not a regular file: a
- * FIFO or device is opened with O_NONBLOCK and refused before any read.
- * @throws NodeJS.ErrnoException as readFileSync throws (ENOENT, EISDIR, EACCES), code `ENOTREG`
- *   (message "not a regular file") for anything else that is not a regular file
- */
-export function readRegularFileSync(path: string): Buffer {
-  let fd: number;
-  try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
-  } catch (error) {
-    throw socketAsNotRegular(error);
-  }
-  try {
-    const stats = fstatSync(fd);
-    if (stats.isDirectory()) throw Object.assign(new Error("EISDIR: illegal operation on a directory, read"), { code: "EISDIR" });
-    if (!stats.isFile()) throw Object.assign(new Error("not a regular file"), { code: "ENOTREG" });
-    const parts: Buffer[] = [];
-    const buffer = Buffer.allocUnsafe(64 * 1024);
-    let position = 0;
-    for (let n = readSync(fd, buffer, 0, buffer.length, position); n > 0; n = readSync(fd, buffer, 0, buffer.length, position)) {
-      parts.push(Buffer.from(buffer.subarray(0, n)));
-      position += n;
-    }
-    return Buffer.concat(parts, position);
-  } finally {
-    closeSync(fd);
-  }
-}
 const EXCERPT_CHARS = 60;
 
 function excerptOf(text: string): string {
@@ -151,7 +113,7 @@ export async function readSessionFile(path: string, options: { limit?: number } 
   try {
     const stats = await handle.stat();
     if (stats.isDirectory()) throw Object.assign(new Error("is a directory"), { code: "EISDIR" });
-    if (!stats.isFile()) throw Object.assign(new Error("not a regular file"), { code: "ENOTREG" });
+    if (!stats.isFile()) throw notRegularFile();
     const size = Math.min(stats.size, options.limit ?? Number.POSITIVE_INFINITY);
     const parser = new LineParser(path);
     const max = maxLineBytes();

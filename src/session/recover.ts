@@ -30,7 +30,7 @@ import {
   temporaryOf,
   undoPath,
 } from "./journal.js";
-import { readRegularFileSync } from "./reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { removeDeadTemporaries } from "./sidecars.js";
 
 /** How an interrupted write was settled. */

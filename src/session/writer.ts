@@ -33,7 +33,7 @@ import {
 } from "./journal.js";
 import { FileLockedError, type SessionLock, withSessionLock } from "./lock.js";
 import { removeCreatedSidecars, settleJournal } from "./recover.js";
-import { readRegularFileSync } from "./reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import type { Session } from "./session.js";
 import { removeDeadTemporaries, writeFileAtomic } from "./sidecars.js";
 import type { NewEntry, SessionEntry, SessionEntryBase } from "./types.js";
@@ -273,8 +273,8 @@ function planSidecars(sidecars: { path: string; text: string }[]): { records: Si
       existing = readRegularFileSync(s.path); // a FIFO in its place is not waited on
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      // A FIFO, a socket (ENXIO on open) or a folder in the sidecar's place: never replaced by the rename.
-      if (code === "ENOTREG" || code === "ENXIO" || code === "EISDIR") {
+      // A FIFO, a socket or a folder in the sidecar's place: never replaced by the rename.
+      if (code === "ENOTREG" || code === "EISDIR") {
         throw new CondenseError(`${s.path} already exists and is not a regular file; condense does not replace it — nothing was written`, 1);
       }
       // The blobs folder's name taken by a file, FIFO or socket (or a link to one).

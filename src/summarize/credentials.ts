@@ -14,7 +14,7 @@ import { execSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import type { AuthContext, AuthResult, Provider, ProviderEnv } from "@earendil-works/pi-ai";
-import { readRegularFileSync } from "../session/reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { errnoWords, UsageError } from "../util/errors.js";
 
 /** One provider's entry in auth.json. */
@@ -33,7 +33,7 @@ function stripBom(text: string): string {
 export function readAuthFile(path: string): Record<string, StoredCredential> {
   let text: string;
   try {
-    text = readRegularFileSync(path).toString("utf8"); // a FIFO is refused, not waited on
+    text = readRegularFileSync(path, "utf8"); // a FIFO is refused, not waited on
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return {};
     throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);

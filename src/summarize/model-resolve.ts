@@ -9,7 +9,7 @@
  */
 import type { Api, Model, Provider } from "@earendil-works/pi-ai";
 import { builtinProviders } from "@earendil-works/pi-ai/providers/all";
-import { readRegularFileSync } from "../session/reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { isMessageEntry, type SessionEntry } from "../session/types.js";
 import { UsageError } from "../util/errors.js";
 import { composeProviderModels, type ModelsConfig, type ProviderConfig } from "./models-config.js";
@@ -159,7 +159,7 @@ export class ModelCatalog {
 /** `models-store.json`: `{ [provider]: { models: Model[] } }` written by Pi's catalog refresh. Unreadable → nothing. */
 function readModelsStore(path: string): Record<string, Model<Api>[]> {
   try {
-    const data = JSON.parse(readRegularFileSync(path).toString("utf8")) as Record<string, { models?: unknown }>; // a FIFO: not waited on
+    const data = JSON.parse(readRegularFileSync(path, "utf8")) as Record<string, { models?: unknown }>; // a FIFO: not waited on
     const out: Record<string, Model<Api>[]> = {};
     for (const [provider, entry] of Object.entries(data ?? {})) {
       if (!Array.isArray(entry?.models)) continue;

@@ -7,7 +7,7 @@
  * and passes the rest through untouched. Like Pi, `//` comments and trailing commas are allowed.
  */
 import type { Api, Model } from "@earendil-works/pi-ai";
-import { readRegularFileSync } from "../session/reader.js";
+import { readRegularFileSync } from "../util/files.js";
 import { errnoWords, UsageError } from "../util/errors.js";
 
 export interface ModelDefinition {
@@ -94,7 +94,7 @@ function checkModelFields(m: Record<string, unknown>, path: string, where: strin
 export function readModelsFile(path: string): ModelsConfig | null {
   let text: string;
   try {
-    text = readRegularFileSync(path).toString("utf8"); // a FIFO is refused, not waited on
+    text = readRegularFileSync(path, "utf8"); // a FIFO is refused, not waited on
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
     throw new UsageError(`${path}: cannot read: ${errnoWords(error)}`);

@@ -11,7 +11,7 @@ import type { Command } from "commander";
 import { COMMAND_SUMMARIES } from "../command-list.js";
 import { SKILL_NAME, skillMarkdown, skillPath } from "../../query/skill.js";
 import { agentDir } from "../../session/locate.js";
-import { readRegularFileSync } from "../../session/reader.js";
+import { readRegularFileSync } from "../../util/files.js";
 import { writeFileAtomic } from "../../session/sidecars.js";
 import { errnoWords, RuntimeFailure, UsageError } from "../../util/errors.js";
 import { Output } from "../output.js";
@@ -62,7 +62,7 @@ export function registerInstallSkill(program: Command, _exit: ExitState): void {
 /** The installed SKILL.md's text, or undefined when there is none; a FIFO or folder there is refused, not waited on. */
 function readExisting(path: string): string | undefined {
   try {
-    return readRegularFileSync(path).toString("utf8");
+    return readRegularFileSync(path, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return undefined;
