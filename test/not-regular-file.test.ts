@@ -205,7 +205,7 @@ describe("what else can take a sidecar's name or its blobs folder's", () => {
 
 describe("the undo records file beside the session, when it is not a regular file", () => {
   for (const kind of ["a folder", "a FIFO", "a link to /dev/null"] as const) {
-    it(`${kind}: run and compact refuse before writing (exit 1), the session and it unchanged, no journal left`, () => {
+    it(`${kind}: run and compact refuse before writing (exit 1), the session and it unchanged, no journal left; undo says it cannot read it`, () => {
       const dir = path.join(tmp.dir, `undo-${kind.replace(/\W+/g, "-")}`);
       mkdirSync(dir);
       const file = copyInto(dir, path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl"), "s.jsonl");
@@ -225,6 +225,15 @@ describe("the undo records file beside the session, when it is not a regular fil
         expect(readFileSync(file).equals(before)).toBe(true);
         expect(readdirSync(dir).sort()).toEqual(["s.jsonl", "s.jsonl.condense-undo"]);
       }
+      // undo says why it found no record, rather than that none was ever kept there.
+      const why = kind === "a folder" ? "is a directory" : "not a regular file";
+      const undo = condense("undo", file);
+      expect([undo.signal, undo.code, undo.stderr]).toEqual([
+        null,
+        1,
+        `error: ${file}: no condense write to this session is recorded (${records}, where the records of the last writes are kept, cannot be read: ${why}); nothing was changed\n`,
+      ]);
+      expect(readFileSync(file).equals(before)).toBe(true);
       const st = lstatSync(records);
       expect(kind === "a folder" ? st.isDirectory() : kind === "a FIFO" ? st.isFIFO() : st.isSymbolicLink()).toBe(true);
     });

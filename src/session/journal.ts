@@ -216,14 +216,16 @@ export function readUndoRecords(session: string): UndoRecord[] {
 
 /**
  * The undo records file of a session: its records, oldest first, and how many of its non-blank
- * lines are not records (edited or damaged). A file that cannot be read holds none.
+ * lines are not records (edited or damaged). A file that cannot be read holds none; when one is
+ * there but cannot be read (a FIFO, a folder, no permission), `unreadable` says why, in words.
  */
-export function readUndoFile(session: string): { records: UndoRecord[]; damaged: number } {
+export function readUndoFile(session: string): { records: UndoRecord[]; damaged: number; unreadable?: string } {
   let text: string;
   try {
     text = readRegularFileSync(undoPath(session), "utf8");
-  } catch {
-    return { records: [], damaged: 0 };
+  } catch (error) {
+    const missing = (error as NodeJS.ErrnoException).code === "ENOENT";
+    return missing ? { records: [], damaged: 0 } : { records: [], damaged: 0, unreadable: errnoWords(error) };
   }
   const records: UndoRecord[] = [];
   let damaged = 0;
