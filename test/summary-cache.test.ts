@@ -4,6 +4,7 @@
  * `run --dry-run --model` then `run --model` asks the local server once per request in total; the
  * estimate calls no model and counts what the run will send, with pi-ai's price.
  */
+import { execFileSync } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -106,6 +107,21 @@ describe("cachingSummarizer", () => {
     const underFallback = summaryCacheKey("batch", { model: "p/fallback", thinking: "off" }, batchRequest(batch("x")));
     expect(existsSync(store.pathOf(underFallback))).toBe(true);
   });
+
+  it("a FIFO or a folder where an answer's file goes: read as no answer, at once (not waited on); the model is asked", async () => {
+    const store = new SummaryStore(path.join(tmp.dir, "fifo"));
+    const { s, calls } = counting("p/m", "off");
+    const cached = cachingSummarizer(s, store);
+    const keyOf = (text: string) => summaryCacheKey("batch", { model: "p/m", thinking: "off" }, batchRequest(batch(text)));
+    mkdirSync(path.dirname(store.pathOf(keyOf("f"))), { recursive: true });
+    execFileSync("mkfifo", [store.pathOf(keyOf("f"))]);
+    mkdirSync(store.pathOf(keyOf("d")), { recursive: true });
+    expect(await store.get(keyOf("f"))).toBeNull();
+    expect(await store.get(keyOf("d"))).toBeNull();
+    expect(await cached.summarizeBatch(batch("f"))).toMatchObject({ ok: true, text: "- [[1:bash]] saw f (p/m, off)" });
+    expect(await cached.summarizeBatch(batch("d"))).toMatchObject({ ok: true, text: "- [[1:bash]] saw d (p/m, off)" });
+    expect(calls).toEqual(["f", "d"]);
+  }, 10_000);
 
   it("a folder that cannot be written: the answers still come, one notice", async () => {
     const blocked = path.join(tmp.dir, "blocked");

@@ -10,10 +10,10 @@
  * entry; two runs storing the same key write the same answer. The cache is a convenience: a folder
  * that cannot be read or written never fails a run (the caller is told once and goes on without it).
  */
-import { readFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { isAbsolute, join } from "node:path";
 import { writeFileAtomic } from "../session/sidecars.js";
+import { readRegularFileSync } from "../util/files.js";
 
 /**
  * The cache folder for this platform (see the module comment).
@@ -59,11 +59,14 @@ export class SummaryStore {
     return join(this.folder, LAYOUT, key.slice(0, 2), `${key}.json`);
   }
 
-  /** The stored answer, or null when there is none (or it cannot be read or is not an answer). */
+  /**
+   * The stored answer, or null when there is none (or it cannot be read or is not an answer). Read
+   * without waiting: a FIFO or device under the key's name is no answer (a small file, read at once).
+   */
   async get(key: string): Promise<CachedAnswer | null> {
     let text: string;
     try {
-      text = await readFile(this.pathOf(key), "utf8");
+      text = readRegularFileSync(this.pathOf(key), "utf8");
     } catch {
       return null;
     }
