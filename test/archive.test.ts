@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { tieringBudgetFlag } from "../src/cli/batch.js";
+import { tieringBudgetFlag } from "../src/cli/tiering.js";
 import { sessionLabels } from "../src/cli/output.js";
 import { REPO_ROOT, SHARED_SESSIONS, copyInto, runCli, runCliWith, tempDir } from "./cli-capture.js";
 
@@ -167,7 +167,7 @@ describe("--jobs 2 runs metrics in worker threads (built CLI)", () => {
     // npm's (`npm test` runs under the system Node, 20 here: V8 11; `npx vitest` under the
     // package's Node 22).
     const script = (raise: boolean) => `
-      ${raise ? `(await import(${JSON.stringify(path.join(REPO_ROOT, "dist/cli/batch.js"))})).raiseTieringBudget();` : ""}
+      ${raise ? `(await import(${JSON.stringify(path.join(REPO_ROOT, "dist/cli/tiering.js"))})).raiseTieringBudget();` : ""}
       function f(xs) { let s = 0; for (const x of xs) s += x.length; return s; }
       let calls = 0;
       while (calls < 1e6) { f(["a", "bb", "ccc"]); calls++; if ((%GetOptimizationStatus(f) & 16) !== 0) break; }

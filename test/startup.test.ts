@@ -3,9 +3,12 @@
  * summaries (cli/command-list.ts). The top-level help built from the summaries alone is the help
  * of the complete program, and the command a command line runs is told apart from a session.
  */
+import { spawnSync } from "node:child_process";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { commandOf, buildProgram } from "../src/cli/main.js";
 import { runCli } from "./cli-capture.js";
+import { REPO_ROOT } from "./helpers.js";
 
 describe("start-up", () => {
   it("the top-level help from the summaries alone is the complete program's", async () => {
@@ -37,5 +40,29 @@ describe("start-up", () => {
     const r = await runCli("metric");
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("did you mean `condense metrics`");
+  });
+
+  it("every command runs with V8's optimization put off (tiering.ts): a function optimizes ~16x later under V8 11", () => {
+    // At exit, after the command ran: calls of a fresh small function until TurboFan optimized it
+    // (synchronous compiles, so the count is exact), beside the same count in a bare node.
+    const preload = `data:text/javascript,${encodeURIComponent(`process.on("exit", () => {
+      const f = new Function("xs", "let s = 0; for (const x of xs) s += x.length; return s;");
+      let calls = 0;
+      while (calls < 1e6) { f(["a", "bb", "ccc"]); calls++; if ((%GetOptimizationStatus(f) & 16) !== 0) break; }
+      process.stderr.write(calls + " " + process.versions.v8);
+    });`)}`;
+    const count = (...args: string[]) => {
+      const r = spawnSync(process.execPath, ["--allow-natives-syntax", "--no-concurrent-recompilation", "--import", preload, ...args], { encoding: "utf8" });
+      const [calls, v8] = r.stderr.trim().split(" ");
+      return { calls: Number(calls), v8 };
+    };
+    const bare = count("-e", "0");
+    const cli = count(path.join(REPO_ROOT, "bin/condense.js"), "--version");
+    expect(bare.calls).toBeGreaterThan(100);
+    expect(bare.calls).toBeLessThan(1e6);
+    if (Number.parseInt(bare.v8, 10) === 11) {
+      expect(cli.calls / bare.calls).toBeGreaterThan(12);
+      expect(cli.calls / bare.calls).toBeLessThan(20);
+    } else expect(cli.calls).toBe(bare.calls);
   });
 });

@@ -9,8 +9,8 @@
  *   means this thread plus N − 1 `worker_threads`; each worker imports the task module once, and
  *   every thread takes the next file from a shared atomic counter. Results come back as structured
  *   clones. From TypeScript sources (tests) the pool is unavailable and the in-process
- *   path is used; `CONDENSE_WORKERS=0` also forces it (for comparisons and debugging). While the
- *   pool runs, V8 optimizes later ({@link raiseTieringBudget}): every thread compiles the same
+ *   path is used; `CONDENSE_WORKERS=0` also forces it (for comparisons and debugging). The pool's
+ *   threads optimize late, as the CLI's does (tiering.ts): every thread compiles the same
  *   functions again, and with a thread per core those compiles compete with the work.
  */
 import { setMaxListeners } from "node:events";
@@ -18,11 +18,11 @@ import pLimit from "p-limit";
 import { availableParallelism } from "node:os";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { setFlagsFromString } from "node:v8";
 import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { cutToColumns, type Output, SPINNER_SPARE_COLUMNS } from "./output.js";
+import { raiseTieringBudget } from "./tiering.js";
 
 export interface FileOutcome<T> {
   path: string;
@@ -207,41 +207,6 @@ export function failureOf(path: string, error: unknown): { error: string; exitCo
 
 const WORKER_URL = new URL("./worker.js", import.meta.url);
 
-/**
- * V8's interrupt budget while the pool runs (bytecode executed before V8 considers a function for
- * optimization; V8 11's default is 67 584): 16× the default. Measured over 500 generated sessions
- * on 2 cores (bench/archive.js, thread CPU, `--jobs 2`): V8's helper threads used 3.1–4.8 s at 4×,
- * 1.8–3.1 s at 16×, 1.3–2.0 s at 64×, while the JavaScript threads ran longer the later they
- * optimize; the idle-machine estimate was best at 16× for `run` (64× within noise for `metrics`).
- */
-export const POOL_INTERRUPT_BUDGET = 16 * 67584;
-
-/**
- * The V8 flag {@link raiseTieringBudget} sets under V8 `version` (`process.versions.v8`), or
- * undefined when that V8 has no `--interrupt-budget`: V8 11 (Node 20, 21) has it; V8 12 (Node 22)
- * counts invocations instead, tiers up through Maglev, and prints "unrecognized flag" on stderr
- * for it — so there nothing is set.
- */
-export function tieringBudgetFlag(version: string = process.versions.v8): string | undefined {
-  return Number.parseInt(version, 10) === 11 ? `--interrupt-budget=${POOL_INTERRUPT_BUDGET}` : undefined;
-}
-
-/**
- * Make V8 optimize later in every thread of this process (a process-wide V8 flag, so the workers
- * started after it too): a function tiers up to TurboFan after {@link POOL_INTERRUPT_BUDGET} units
- * of bytecode instead of the default. Why: each pool thread is an isolate of its own that compiles
- * the same functions again, on V8's helper threads; with one JavaScript thread those compiles run
- * on an otherwise idle core, with one thread per core they take CPU from the work. Over 500
- * generated sessions on 2 cores (bench/archive.js, Node 20) the default spent several CPU seconds
- * per isolate compiling functions that run a few times per file; the hot paths still get
- * optimized. Called once when the pool starts; `--jobs 1` keeps V8's default. Only under V8 11
- * ({@link tieringBudgetFlag}).
- */
-export function raiseTieringBudget(): void {
-  const flag = tieringBudgetFlag();
-  if (flag) setFlagsFromString(flag);
-}
-
 /** True when a worker pool can run `task` (compiled JavaScript on both sides). */
 export function workerPoolAvailable(task: RemoteTask | undefined): task is RemoteTask {
   if (process.env.CONDENSE_WORKERS === "0") return false;
@@ -422,7 +387,7 @@ async function runInWorkers<T>(
     deliver(outcome, i);
   };
 
-  raiseTieringBudget(); // process-wide: this thread and the workers started below
+  raiseTieringBudget(); // process-wide (the CLI already did): this thread and the workers started below
   const runWorker = (): Promise<void> =>
     new Promise((resolve) => {
       const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options, files, counter } });

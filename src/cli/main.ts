@@ -10,6 +10,7 @@ import { Output } from "./output.js";
 import { COMMAND_SUMMARIES, type CommandName, type CommandSummary } from "./command-list.js";
 import { argumentDescription, optionDescription } from "./help.js";
 import { withCommonOptions } from "./options.js";
+import { raiseTieringBudget } from "./tiering.js";
 import { packageVersion } from "./version.js";
 
 /** How a command adds itself to the program. */
@@ -96,6 +97,7 @@ function summaryOnly(program: Command, name: CommandName): void {
  * @returns the exit code
  */
 export async function main(argv: string[]): Promise<number> {
+  raiseTieringBudget();
   const exit: ExitState = { code: 0 };
   const chosen = commandOf(argv.slice(2));
   const program = await buildProgram(exit, chosen === "all" ? "all" : chosen === null ? [] : [chosen]);
