@@ -170,6 +170,23 @@ describe("--ndjson and metrics --merge", () => {
     );
     rmSync(old);
   });
+
+  it("refuses a merge of files that hold no line (every shard died before its first): exit 2, not a green gate", async () => {
+    const empties = [1, 2].map((k) => path.join(tmp.dir, "..", `${path.basename(tmp.dir)}-empty-${k}.ndjson`));
+    for (const file of empties) writeFileSync(file, "");
+    const both = await runCli("metrics", "--merge", ...empties, "--max-context", "1", "--fail-on-diagnostics");
+    expect([both.code, both.stdout, both.stderr]).toEqual([
+      2,
+      "",
+      "error: --merge: none of the 2 files holds a session's line (all are empty): did every shard fail or not finish?\n",
+    ]);
+    const one = await runCli("metrics", "--merge", empties[0], "--json");
+    expect(one.code).toBe(2);
+    expect(JSON.parse(one.stdout)).toEqual({
+      error: { message: "--merge: the file holds no session's line (it is empty): did the shard fail or not finish?", exitCode: 2 },
+    });
+    for (const file of empties) rmSync(file);
+  });
 });
 
 describe("run over several sessions in worker threads (built CLI)", () => {

@@ -83,8 +83,8 @@ export function ndjsonPrinter<T>(
  * @param required dotted paths every result must hold (e.g. `target.used`): what the merged
  *   document, its table and its gates read
  * @throws UsageError for a line that is not one of `schema` or lacks a required field, a file that
- *   cannot be read, shards of different archives, or a position missing or given twice (a shard
- *   not run, or run twice)
+ *   cannot be read, shards of different archives, a position missing or given twice (a shard
+ *   not run, or run twice), or files that hold no line at all
  */
 export function readArchiveLines<T>(paths: string[], schema: string, required: string[] = []): { outcomes: FileOutcome<T>[]; total: number } {
   if (paths.length === 0) throw new UsageError("--merge: name the NDJSON files of the shards");
@@ -112,7 +112,16 @@ export function readArchiveLines<T>(paths: string[], schema: string, required: s
       );
     });
   }
-  const count = total ?? 0;
+  // No line at all: no shard finished a session (a scheduler's redirect creates the file even when
+  // the shard died first). An archive without sessions is refused by the shards themselves.
+  if (total === undefined) {
+    throw new UsageError(
+      paths.length === 1
+        ? "--merge: the file holds no session's line (it is empty): did the shard fail or not finish?"
+        : `--merge: none of the ${paths.length} files holds a session's line (all are empty): did every shard fail or not finish?`,
+    );
+  }
+  const count = total;
   const missing: number[] = [];
   for (let i = 0; i < count && missing.length < 5; i++) if (!byIndex.has(i)) missing.push(i + 1);
   if (missing.length > 0) {
