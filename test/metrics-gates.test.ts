@@ -152,6 +152,10 @@ describe("exit code precedence and bad limits", () => {
     ["--max-chain-share", "80", "--max-chain-share: a bare number is a fraction from 0 to 1; for 80 percent write 80% (or 0.8)"],
     ["--max-context", "lots", '--max-context: expected a token count such as 120000, 120k or 1.2M, got "lots"'],
     ["--max-context", "12x", '--max-context: expected a token count such as 120000, 120k or 1.2M, got "12x"'],
+    // A fraction of a token is refused, not rounded (0.5 was read as 1: a gate every session crosses).
+    ["--max-context", "0.5", '--max-context: a token count is a whole number of tokens such as 120000, 120k or 1.2M, got "0.5" (a share is not a token count)'],
+    ["--max-context", "1.5", '--max-context: a token count is a whole number of tokens such as 120000, 120k or 1.2M, got "1.5"'],
+    ["--max-frontier-gap", "1.2345k", '--max-frontier-gap: a token count is a whole number of tokens such as 120000, 120k or 1.2M, got "1.2345k"'],
   ])("%s %s is a usage error (exit 2)", async (flag, value, message) => {
     const r = await runCli("metrics", OPEN, flag, value);
     expect(r.code).toBe(2);

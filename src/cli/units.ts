@@ -11,17 +11,27 @@ import { UsageError } from "../util/errors.js";
 const COUNT = /^(\d+(?:\.\d+)?)\s*([kKmM]?)$/;
 
 /**
- * A token count (`120000`, `120k`, `1.2M`), rounded to a whole number.
+ * A token count (`120000`, `120k`, `1.2M`): a whole number of tokens once `k` or `M` is applied.
+ * A fraction of a token (`0.5`, `1.5`, `1.2345k`) is refused, not rounded: `0.5` is most likely a
+ * share given where a count goes, and rounding it made a gate that fails on every session.
  * @throws UsageError naming the flag, the value and the accepted forms
  */
 export function parseTokenCount(flag: string, value: string, options: { min?: number } = {}): number {
   const text = value.trim().replace(/(?<=\d)[_,](?=\d)/g, "");
   const m = COUNT.exec(text);
-  const scale = m?.[2] ? (m[2].toLowerCase() === "k" ? 1_000 : 1_000_000) : 1;
-  const result = m ? Math.round(Number(m[1]) * scale) : Number.NaN;
+  const zeros = m?.[2] ? (m[2].toLowerCase() === "k" ? 3 : 6) : 0;
+  // Whole once scaled: the decimals beyond the scale's zeros are all 0 (decided on the digits, not on a float).
+  const decimals = (m?.[1].split(".")[1] ?? "").replace(/0+$/, "");
+  const result = m ? Math.round(Number(m[1]) * 10 ** zeros) : Number.NaN;
   const min = options.min ?? 0;
+  const forms = `such as 120000, 120k or 1.2M, got ${JSON.stringify(value)}`;
+  if (Number.isFinite(result) && decimals.length > zeros) {
+    throw new UsageError(
+      `${flag}: a token count is a whole number of tokens ${forms}${Number(m?.[1]) < 1 && zeros === 0 ? " (a share is not a token count)" : ""}`,
+    );
+  }
   if (!Number.isFinite(result) || result < min) {
-    throw new UsageError(`${flag}: expected a token count ${min > 0 ? `of at least ${min} ` : ""}such as 120000, 120k or 1.2M, got ${JSON.stringify(value)}`);
+    throw new UsageError(`${flag}: expected a token count ${min > 0 ? `of at least ${min} ` : ""}${forms}`);
   }
   return result;
 }
