@@ -3,7 +3,7 @@
  * appended bytes do not depend on --concurrency or on the order answers arrive in, and Ctrl-C
  * aborts the in-flight calls, writes nothing and exits 130.
  */
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -203,6 +203,52 @@ describe("batches whose summary fails (the model never answered)", () => {
     const again = await failingRun("some-fail-source.jsonl", () => ({}), ["--output", out, "--force"]);
     expect(again.code).toBe(0);
   }, 40_000);
+});
+
+describe("--output when every batch fails", () => {
+  it("the output is not created (an existing one is left as it was), the report says so, and a run again is not refused", async () => {
+    const out = path.join(dir, "all-fail-out.jsonl");
+    rmSync(out, { force: true });
+    const failed = await failingRun("all-fail-source.jsonl", () => ({ status: 500 }), ["--output", out]);
+    expect(failed.code).toBe(1);
+    expect(existsSync(out)).toBe(false);
+    expect(readFileSync(failed.copy).equals(failed.before)).toBe(true);
+    expect(failed.stderr).toBe(
+      `${noFallback(failed.copy, ERROR_500)}error: ${failed.copy}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them\n`,
+    );
+    expect(failed.stdout).toContain(`${failed.copy}: not written (batches failed) for stock Pi`);
+    expect(failed.stdout).toContain("nothing was written: the session file is unchanged");
+    expect(failed.stdout).not.toContain("wrote ");
+    // An output there already (--force) is left as it was; --json says nothing was written.
+    writeFileSync(out, "an earlier output\n");
+    const json = await failingRun("all-fail-source.jsonl", () => ({ status: 500 }), ["--output", out, "--force", "--json"]);
+    expect(json.code).toBe(1);
+    expect(readFileSync(out, "utf8")).toBe("an earlier output\n");
+    expect(JSON.parse(json.stdout).sessions[0]).toMatchObject({ written: null, entriesAppended: 0, batches: { captured: 3, failed: 3 } });
+    expect(json.stderr.split("\n").at(-2)).toBe(`error: ${json.copy}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them`);
+    // The model answers now: the run again writes the output, without --force once none is there.
+    rmSync(out);
+    const again = await failingRun("all-fail-source.jsonl", () => ({}), ["--output", out]);
+    expect(again.code).toBe(0);
+    const written = readFileSync(out);
+    expect(written.length).toBeGreaterThan(again.before.length);
+    expect(written.subarray(0, again.before.length).equals(again.before)).toBe(true);
+  }, 60_000);
+
+  it("nothing to append and no batch failed: the output is still written, a copy of the session", async () => {
+    // A session condensed once already: a second run has nothing to add.
+    const source = path.join(dir, "condensed-source.jsonl");
+    const out = path.join(dir, "condensed-out.jsonl");
+    rmSync(out, { force: true });
+    copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), source);
+    server.setPlan(() => ({}));
+    expect((await runCli(["run", source, "--model", "local/m1"], ENV())).code).toBe(0);
+    const { code, stdout, stderr } = await runCli(["run", source, "--output", out, "--model", "local/m1"], ENV());
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+    expect(readFileSync(out).equals(readFileSync(source))).toBe(true);
+    expect(stdout).toContain(`wrote ${out}: the bytes of ${source} + 0 entries (+0 bytes); ${source} is untouched`);
+  }, 30_000);
 });
 
 describe("the progress line", () => {

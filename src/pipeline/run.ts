@@ -187,7 +187,10 @@ export async function runSession(file: string, options: RunSessionOptions, hooks
   }
   if (options.signal.aborted) throw interrupted();
   if (estimator) return { ...done(plan.report, null, 0, plan), dryRun: true, estimate: estimator.estimate };
-  if (options.dryRun || (plan.entries.length === 0 && !options.output)) return done(plan.report, null, 0, plan);
+  // Nothing to append: the session is not touched. `--output` still gets its copy, so a run with
+  // nothing to do leaves the file asked for — but not when batches failed: that copy would stand in
+  // for the run the model never answered, and a run again would be refused for it without --force.
+  if (options.dryRun || (plan.entries.length === 0 && (!options.output || plan.report.batches.failed > 0))) return done(plan.report, null, 0, plan);
   await refuseIfOpenNow(session, options);
   const { written, bytesAppended } = await commitRun(session, plan, { output: options.output, base }, { migration });
   return done(plan.report, written, bytesAppended, plan);
