@@ -251,6 +251,62 @@ describe("--output when every batch fails", () => {
   }, 30_000);
 });
 
+describe("Ctrl-C over several sessions, one of whose batches all failed", () => {
+  /** a.jsonl: every batch answered 500; b.jsonl: answered; c.jsonl: its calls hang, and the first one sends Ctrl-C. */
+  async function interruptedRun(extra: string[]) {
+    const sessions = mkdtempSync(path.join(dir, "interrupted-"));
+    const copy = (from: string, name: string) => {
+      copyFileSync(from, path.join(sessions, name));
+      return readFileSync(from);
+    };
+    const before = {
+      a: copy(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), "a.jsonl"),
+      b: copy(path.resolve(__dirname, "../fixtures/example-session.jsonl"), "b.jsonl"),
+      c: copy(path.join(SESSIONS, "kimchi-session.v3.jsonl"), "c.jsonl"),
+    };
+    let sent = false;
+    server.setPlan((r) => {
+      if (r.user.includes("checkout") || r.user.includes("discount")) return { status: 500 };
+      if (!r.user.includes("kimchi")) return {};
+      if (!sent) {
+        sent = true;
+        setTimeout(() => process.emit("SIGINT"), 50);
+      }
+      return { delayMs: 30_000 };
+    });
+    const run = await runCli(["run", sessions, "--model", "local/m1", "--jobs", "1", ...extra], { ...ENV(), ANTHROPIC_API_KEY: undefined });
+    const file = (name: string) => readFileSync(path.join(sessions, name));
+    expect(sent).toBe(true);
+    expect(file("a.jsonl").equals(before.a)).toBe(true);
+    expect(file("b.jsonl").length).toBeGreaterThan(before.b.length);
+    expect(file("c.jsonl").equals(before.c)).toBe(true);
+    return { ...run, a: path.join(sessions, "a.jsonl"), c: path.join(sessions, "c.jsonl") };
+  }
+
+  it.each([[[]], [["--ndjson"]]])(
+    "counts it as failed, not done, and says how many of its batches failed; exit 130 (%j)",
+    async (extra: string[]) => {
+      const { code, stderr, a } = await interruptedRun(extra);
+      expect(code).toBe(130);
+      expect(stderr.split("\n").slice(-3)).toEqual([
+        `error: ${a}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them`,
+        "error: interrupted: 1 of 3 sessions done, 1 failed, 1 untouched (nothing was written to them); run the same command again to continue",
+        "",
+      ]);
+    },
+    60_000,
+  );
+
+  it("--json: the document's interrupted counts it as failed, and stderr has its line", async () => {
+    const { code, stdout, stderr, a, c } = await interruptedRun(["--json"]);
+    expect(code).toBe(130);
+    const doc = JSON.parse(stdout);
+    expect(doc.interrupted).toEqual({ done: 1, failed: 1, untouched: [c] });
+    expect(doc.sessions.map((s: { batches: { failed: number } }) => s.batches.failed)).toEqual([3, 0]);
+    expect(stderr.split("\n").at(-2)).toBe(`error: ${a}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them`);
+  }, 60_000);
+});
+
 describe("the progress line", () => {
   it("shows batches done / total, failures, tokens and cost so far", () => {
     expect(progressLine("local/m1", { done: 3, total: 96, failed: 0, usage: { input: 800, output: 150, cost: 0 } })).toBe(

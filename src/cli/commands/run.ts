@@ -20,6 +20,7 @@ import {
   failedSessionsMessage,
   forEachSession,
   type InterruptedJson,
+  interruptedJson,
   interruptedMessage,
   interruptOnSigint,
   positiveInt,
@@ -129,13 +130,14 @@ export function registerRun(program: Command, exit: ExitState): void {
       interrupt.release();
     }
     const split = splitOutcomes(outcomes);
-    const interrupted = settleBatch(out, exit, split, selection.total, interrupt.signal);
+    const settled = settleBatch(out, exit, split, selection.total, interrupt.signal);
+    const interrupted = settled && interruptedJson(countedAfterInterrupt(split));
     // A batch whose summary failed is a runtime failure of its session (the others still processed):
     // a run the model never answered must not pass for one with nothing to do.
     if (exit.code === 0 && split.results.some((r) => r.batches.failed > 0)) exit.code = 1;
     if (options.ndjson) {
-      if (!interrupted) for (const r of split.results) printFailedBatches(out, r);
-      if (interrupted) out.error(interruptedMessage(split, files.length, task.dryRun ? "dry-run" : "write"));
+      for (const r of split.results) printFailedBatches(out, r);
+      if (interrupted) out.error(interruptedMessage(countedAfterInterrupt(split), files.length, task.dryRun ? "dry-run" : "write"));
       return;
     }
     printOutcome(out, {
@@ -228,7 +230,7 @@ function printOutcome(out: Output, run: RunOutcome): void {
       ...(interrupted ? { interrupted } : {}),
       wallMs,
     });
-    if (!interrupted) for (const r of results) printFailedBatches(out, r);
+    for (const r of results) printFailedBatches(out, r);
     return;
   }
   if (results.length > 0) out.print(run.estimate ? formatEstimate(results, out) : formatRunReport(results, out, wallMs, run.output, failures.length));
@@ -238,12 +240,30 @@ function printOutcome(out: Output, run: RunOutcome): void {
     if (wrote) out.print(wrote);
   }
   for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
-  if (!interrupted) for (const r of results) printFailedBatches(out, r);
+  for (const r of results) printFailedBatches(out, r);
   // Failures were printed first and may have scrolled away: count them once more at the end.
   const failed = failedSessionsMessage(failures.length, files, "were processed");
   if (failed && !interrupted) out.error(failed);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
-  if (interrupted) out.error(interruptedMessage(run, files, run.dryRun ? "dry-run" : "write"));
+  if (interrupted) out.error(interruptedMessage(countedAfterInterrupt(run), files, run.dryRun ? "dry-run" : "write"));
+}
+
+/**
+ * The sessions as the line after Ctrl-C and `--json`'s `interrupted` count them: one whose batches
+ * failed (some or all; {@link failedBatchesLine} says which and what was written) is failed, not
+ * done — uninterrupted, it makes the run exit 1.
+ */
+function countedAfterInterrupt(split: { results: RunFileResult[]; failures: unknown[]; untouched: string[] }): {
+  results: RunFileResult[];
+  failures: unknown[];
+  untouched: string[];
+} {
+  const failedBatches = split.results.filter((r) => r.batches.failed > 0);
+  return {
+    results: split.results.filter((r) => r.batches.failed === 0),
+    failures: [...split.failures, ...failedBatches],
+    untouched: split.untouched,
+  };
 }
 
 /** On stderr (in every format): how many of the session's batches failed and why (exit 1). */
