@@ -297,6 +297,20 @@ describe("Ctrl-C over several sessions, one of whose batches all failed", () => 
     60_000,
   );
 
+  it("uninterrupted, the closing line counts it among the failed sessions too (exit 1)", async () => {
+    const sessions = mkdtempSync(path.join(dir, "closing-"));
+    copyFileSync(path.resolve(__dirname, "../fixtures/llm-three-batches.jsonl"), path.join(sessions, "a.jsonl"));
+    copyFileSync(path.resolve(__dirname, "../fixtures/example-session.jsonl"), path.join(sessions, "b.jsonl"));
+    server.setPlan((r) => (r.user.includes("checkout") || r.user.includes("discount") ? { status: 500 } : {}));
+    const { code, stderr } = await runCli(["run", sessions, "--model", "local/m1", "--jobs", "1"], { ...ENV(), ANTHROPIC_API_KEY: undefined });
+    expect(code).toBe(1);
+    expect(stderr.split("\n").slice(-3)).toEqual([
+      `error: ${path.join(sessions, "a.jsonl")}: 3 of 3 batches failed (${ERROR_500}); nothing was written — run again to retry them`,
+      "error: 1 of 2 sessions failed (listed above); the others were processed",
+      "",
+    ]);
+  }, 60_000);
+
   it("--json: the document's interrupted counts it as failed, and stderr has its line", async () => {
     const { code, stdout, stderr, a, c } = await interruptedRun(["--json"]);
     expect(code).toBe(130);

@@ -241,17 +241,18 @@ function printOutcome(out: Output, run: RunOutcome): void {
   }
   for (const r of results) if (r.wouldRefuse) out.warn(`a real run would not write: ${r.wouldRefuse}`);
   for (const r of results) printFailedBatches(out, r);
-  // Failures were printed first and may have scrolled away: count them once more at the end.
-  const failed = failedSessionsMessage(failures.length, files, "were processed");
+  // Failures were printed first and may have scrolled away: count them once more at the end, with
+  // the sessions whose batches failed (their lines are just above), as the line after Ctrl-C does.
+  const failed = failedSessionsMessage(countedAfterInterrupt(run).failures.length, files, "were processed");
   if (failed && !interrupted) out.error(failed);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
   if (interrupted) out.error(interruptedMessage(countedAfterInterrupt(run), files, run.dryRun ? "dry-run" : "write"));
 }
 
 /**
- * The sessions as the line after Ctrl-C and `--json`'s `interrupted` count them: one whose batches
+ * The sessions as the closing lines and `--json`'s `interrupted` count them: one whose batches
  * failed (some or all; {@link failedBatchesLine} says which and what was written) is failed, not
- * done — uninterrupted, it makes the run exit 1.
+ * done — it makes the run exit 1.
  */
 function countedAfterInterrupt(split: { results: RunFileResult[]; failures: unknown[]; untouched: string[] }): {
   results: RunFileResult[];
