@@ -192,6 +192,18 @@ describe("deterministic summarizer", () => {
     );
   });
 
+  it("keeps error lines that follow a row number (`row N: ERROR …`), up to 80 of them", () => {
+    // A user's 300-line log tail: every line an error after `row N:`; before, the summary was the header alone.
+    const lines = Array.from({ length: 300 }, (_, i) => `row ${i + 1}: ERROR failed to connect to host-${i % 7}.example:443 (ECONNREFUSED)`);
+    const call = { toolName: "bash", args: { command: "tail -200 app.log" }, resultText: lines.join("\n"), isError: false };
+    expect(call.resultText.length).toBe(20_891);
+    const text = summarizeDeterministically({ assistantText: "", calls: [call] }).split("\n");
+    expect(text.length).toBe(81);
+    expect(text[0]).toBe("- [[1:bash]] bash `tail -200 app.log` — OK, 20,891 chars, 300 lines");
+    expect(text[1]).toBe("  - row 1: ERROR failed to connect to host-0.example:443 (ECONNREFUSED)");
+    expect(text[80]).toBe("  - row 80: ERROR failed to connect to host-2.example:443 (ECONNREFUSED)");
+  });
+
   it("drops notable lines until the summary fits in the raw size", () => {
     const lines = Array.from({ length: 6 }, (_, i) => `Error: failure number ${i} ${"z".repeat(150)}`);
     const call = { toolName: "bash", args: { command: "x" }, resultText: lines.join("\n"), isError: true };

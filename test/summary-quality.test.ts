@@ -70,6 +70,38 @@ describe("what an output says", () => {
     }
   });
 
+  it("an error's kind also counts after a short prefix: a line or row number, a timestamp, a bracket", () => {
+    for (const line of [
+      "row 12: ERROR failed to connect to host-3.example:443 (ECONNREFUSED)",
+      "line 7: Error: unexpected token",
+      "L42: TypeError: x is not a function",
+      "12:FATAL out of memory",
+      "42 | npm ERR! code ELIFECYCLE",
+      "2024-05-01T12:00:03.120Z ERROR failed to connect",
+      "2024-05-01 12:00:03,123 - ERROR - failed to connect",
+      "[2024-05-01 12:00:03] ERROR failed to connect",
+      "12:00:03.456 [main] ERROR c.e.App - failed to connect",
+      "[ERROR] failed to connect",
+      "[worker-3] Error: boom",
+      "2024/05/01 12:00:03 panic: runtime error: index out of range",
+    ]) {
+      expect(isErrorLine(line), line).toBe(true);
+    }
+    for (const line of [
+      "no errors found",
+      "0 errors",
+      "row 12: no errors",
+      "row 12: ok",
+      "2 FAILED",
+      "2024-05-01T12:00:03Z INFO connected, 0 errors",
+      "[INFO] retried after an error",
+      "12:00:03 retrying: ERROR budget not reached",
+      "line 7: throw new Error('x')",
+    ]) {
+      expect(isErrorLine(line), line).toBe(false);
+    }
+  });
+
   it("totals, exit codes, paths and the reason of a failure", () => {
     expect(isTotalsLine("Tests: 1 failed, 3 passed, 4 total")).toBe(true);
     expect(isTotalsLine("Found 2 errors in 1 file.")).toBe(true);

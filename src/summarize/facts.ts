@@ -18,13 +18,36 @@ export function isFileRead(toolName: string): boolean {
 const PLACE = String.raw`(?:[\w./@~+-]+(?::\d+(?::\d+)?|\(\d+,\d+\)):?\s*|[-*•>]\s+|\d+\)\s+)?`;
 
 /**
- * A line that reports an error: after an optional place it starts with an error's name or kind —
+ * A short prefix a log or a numbered listing puts before a line's message, up to three of them,
+ * each followed by spaces and optionally a ` - ` or ` | ` separator:
+ * - a line or row number with its word: `row 12:`, `line 7:`, `L42:`, `#3`;
+ * - a bare number that a separator ends: `12:` (grep -n), `42 |`, `42⇥` (cat -n); a number
+ *   followed by a space alone is not one, so `2 FAILED` stays a total;
+ * - a timestamp, bracketed or not: `2024-05-01T12:00:03.120Z`, `2024-05-01 12:00:03,123`,
+ *   `2024/05/01 12:00:03`, `12:00:03.456`, `[2024-05-01 12:00:03]`;
+ * - a bracket without spaces: `[main]`, `[worker-3]`, `[INFO]`.
+ * Only what follows decides: the error's kind must still open the message (`row 12: no errors`
+ * is not an error line).
+ */
+const LOG_PREFIX = (() => {
+  const numbered = String.raw`(?:[Ll]ine|LINE|[Rr]ow|ROW|L|#)\s?\d+[:.)\]]?`;
+  const bare = String.raw`\d+(?::|\s*\||\t)`;
+  const time = String.raw`\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?`;
+  const stamp = String.raw`\[?(?:\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]${time})?|${time})(?:Z|[+-]\d{2}:?\d{2})?\]?:?`;
+  const bracket = String.raw`\[[^\]\s]{1,32}\]:?`;
+  return String.raw`(?:(?:${numbered}|${stamp}|${bare}|${bracket})\s*(?:[-|]\s+)?){0,3}`;
+})();
+
+/**
+ * A line that reports an error: after an optional {@link LOG_PREFIX log prefix} (a row number, a
+ * timestamp, a bracket) and an optional place it starts with an error's name or kind —
  * `TypeError: …`, `error TS2322: …`, `error: …`, `Error: …`, `npm ERR! …`, `fatal: …`, `panic: …`,
- * `FAIL …`, `Traceback …`, `✗ …` — or it says a file, command or permission was missing. Source
- * code that merely mentions errors (`throw new Error(…)`, `isError: true`) is not one.
+ * `FAIL …`, `Traceback …`, `✗ …`, a bracketed level `[ERROR]` — or it says a file, command or
+ * permission was missing. Source code that merely mentions errors (`throw new Error(…)`,
+ * `isError: true`) is not one, nor prose that counts them (`no errors found`, `0 errors`).
  */
 const ERROR_LINE = new RegExp(
-  `^${PLACE}(?:[A-Z]\\w*(?:Error|Exception)\\b(?![(=.])|[Ee]rror(?:\\[\\w+\\])?(?:\\s+TS\\d+)?:|Error\\b(?![(=.])|ERROR\\b|npm ERR!|ERR!|[Ff]atal\\b:|FATAL\\b|[Pp]anic\\b:|PANIC\\b|FAIL(?:ED)?\\b|Failed\\b|Traceback\\b|[✗✘×]\\s)`,
+  `^${LOG_PREFIX}${PLACE}(?:\\[(?:ERROR|[Ee]rror|FATAL|[Ff]atal|PANIC|[Pp]anic)\\]|[A-Z]\\w*(?:Error|Exception)\\b(?![(=.])|[Ee]rror(?:\\[\\w+\\])?(?:\\s+TS\\d+)?:|Error\\b(?![(=.])|ERROR\\b|npm ERR!|ERR!|[Ff]atal\\b:|FATAL\\b|[Pp]anic\\b:|PANIC\\b|FAIL(?:ED)?\\b|Failed\\b|Traceback\\b|[✗✘×]\\s)`,
 );
 /** Messages that report a failure wherever they stand in a line. */
 const FAILURE_ANYWHERE = /No such file or directory|command not found|Permission denied|Cannot find module/i;
