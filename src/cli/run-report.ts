@@ -35,9 +35,15 @@ function spilledCell(r: Counts): string {
   return r.batches.spilled > 0 ? `${n(r.calls.spilled)} (${n(r.batches.spilled)})` : n(r.calls.spilled);
 }
 
+/** `1,534/12/0` (trivial / deduplicated / oversized), `, 3 failed` after it when batches failed; counts grouped as every other cell's. */
 function skippedCell(r: Counts): string {
   const b = r.batches;
-  return `${b.skippedTrivial}/${b.skippedDeduped}/${b.skippedOversized}${b.failed ? `, ${b.failed} failed` : ""}`;
+  return `${n(b.skippedTrivial)}/${n(b.skippedDeduped)}/${n(b.skippedOversized)}${b.failed ? `, ${n(b.failed)} failed` : ""}`;
+}
+
+/** `1 chain block`, `2 chain blocks`, `1,234 stubs`: a count, grouped, and its noun in the number it takes. */
+function counted(k: number, one: string, many = `${one}s`): string {
+  return `${n(k)} ${k === 1 ? one : many}`;
 }
 
 /** The sums over several sessions, shaped like one session's counts. */
@@ -110,7 +116,7 @@ function wideRow(r: Counts, label: string): string[] {
 }
 
 function compactRow(r: Counts, label: string): string[] {
-  const failed = r.batches.failed ? `!${r.batches.failed}` : "";
+  const failed = r.batches.failed ? `!${n(r.batches.failed)}` : "";
   return [label, `${n(r.batches.summarized)}/${n(r.batches.captured)}${failed}`, contextCell(r, true), entriesCell(r, true)];
 }
 
@@ -123,8 +129,8 @@ function runTable(results: RunFileResult[], out: Output, failed: number): { text
   if (results.length + failed > 1) {
     const total = totals(results);
     const idle = results.filter((r) => !r.dryRun && !r.written && r.batches.failed === 0).length;
-    const more = [idle ? `${idle} with nothing to do` : "", failed ? `${failed} failed` : ""].filter((x) => x !== "");
-    const name = out.c.bold(`total (${results.length}${more.map((x) => `, ${x}`).join("")})`);
+    const more = [idle ? `${n(idle)} with nothing to do` : "", failed ? `${n(failed)} failed` : ""].filter((x) => x !== "");
+    const name = out.c.bold(`total (${n(results.length)}${more.map((x) => `, ${x}`).join("")})`);
     wide.push(wideRow(total, name));
     compact.push(compactRow(total, name));
   }
@@ -149,7 +155,7 @@ function diskLine(results: RunFileResult[], output?: string): string {
   if (!t.written && !results.some(wouldWrite)) {
     // --migrate rewrote a file in place (its original is in the backup) and nothing was appended.
     const migrated = results.filter((r) => r.backup).length;
-    if (migrated > 0) return `nothing was appended; ${one ? "the session file was" : `${migrated} session files were`} rewritten as v3 (--migrate)`;
+    if (migrated > 0) return `nothing was appended; ${one ? "the session file was" : `${n(migrated)} session files were`} rewritten as v3 (--migrate)`;
     return `nothing ${t.dryRun ? "would be" : "was"} written: the session file${one ? " is" : "s are"} unchanged`;
   }
   const pct = t.disk.fileBytes > 0 ? ` (+${((100 * t.disk.appendBytes) / t.disk.fileBytes).toFixed(1)}%)` : "";
@@ -169,7 +175,7 @@ function diskLine(results: RunFileResult[], output?: string): string {
 /**
  * Whom each session was written for and why — or would be (a dry run), or had nothing to write —
  * and the context edits for stock Pi:
- * `… written for stock Pi (target pi: <reason>) · 48 context edits (30 stubs, 2 assistant, 1 chain blocks, 15 omitted)`;
+ * `… written for stock Pi (target pi: <reason>) · 48 context edits (30 stubs, 2 assistant, 1 chain block, 15 omitted)`;
  * over several sessions for one target, one line with how many were written.
  */
 function targetLines(results: RunFileResult[], out: Output): string[] {
@@ -189,14 +195,15 @@ function targetLines(results: RunFileResult[], out: Output): string[] {
   const edits = (r: RunFileResult) => {
     const e = r.contextEdits;
     if (!e || (!r.written && !wouldWrite(r))) return "";
-    const kept = e.keptForeign > 0 ? `; ${e.keptForeign} left as edited by someone else` : "";
-    const cannot = e.unrepresentable > 0 ? `; ${e.unrepresentable} changes no context edit can make` : "";
-    return ` · ${e.written} context edits (${e.stubs} stubs, ${e.assistants} assistant, ${e.carriers} chain blocks, ${e.omitted} omitted)${kept}${cannot}`;
+    const kept = e.keptForeign > 0 ? `; ${n(e.keptForeign)} left as edited by someone else` : "";
+    const cannot = e.unrepresentable > 0 ? `; ${counted(e.unrepresentable, "change")} no context edit can make` : "";
+    const parts = `${counted(e.stubs, "stub")}, ${n(e.assistants)} assistant, ${counted(e.carriers, "chain block")}, ${n(e.omitted)} omitted`;
+    return ` · ${counted(e.written, "context edit")} (${parts})${kept}${cannot}`;
   };
   const reasons = new Set(results.map(whom));
   const count = (s: string, label: string) => {
     const k = results.filter((r) => state(r) === s).length;
-    return k > 0 ? [`${k} ${label}`] : [];
+    return k > 0 ? [`${n(k)} ${label}`] : [];
   };
   const states = [
     ...count("written", "written"),
@@ -267,7 +274,7 @@ export function failedBatchesLine(r: RunFileResult): string | null {
   const again = unreachable ? "run again when the model is reachable" : "run again to retry them";
   // A run again would find its own --output there and refuse it.
   const replace = r.written && r.written !== r.session ? `, with --force to replace ${r.written}` : "";
-  return `${r.session}: ${r.batches.failed} of ${r.batches.captured} batches failed (${why.join("; ")}); ${state} — ${again}${replace}`;
+  return `${r.session}: ${n(r.batches.failed)} of ${n(r.batches.captured)} batches failed (${why.join("; ")}); ${state} — ${again}${replace}`;
 }
 
 const LISTED_RECOVERIES = 5;
@@ -286,14 +293,14 @@ function keptLines(r: RunFileResult, out: Output): string[] {
     lines.push(`${r.session}: ${rec.key} (entry ${rec.entryId}) is removed by ${rec.removedBy}; ${indexed}`);
   }
   if (r.recovered.length > LISTED_RECOVERIES)
-    lines.push(`${r.session}: and ${r.recovered.length - LISTED_RECOVERIES} more removed results indexed (--json lists them)`);
+    lines.push(`${r.session}: and ${n(r.recovered.length - LISTED_RECOVERIES)} more removed results indexed (--json lists them)`);
   if (r.calls.ambiguous > 0) {
     lines.push(
-      `${r.session}: ${r.calls.ambiguous} call(s) left raw: their result shares its id and timestamp with another result, so a stub could not tell them apart`,
+      `${r.session}: ${n(r.calls.ambiguous)} call(s) left raw: their result shares its id and timestamp with another result, so a stub could not tell them apart`,
     );
   }
   if (r.calls.keptForErrorPurge > 0) {
-    lines.push(`${r.session}: ${r.calls.keptForErrorPurge} failed call(s) left raw: error purge takes their arguments, which a stub would bring back`);
+    lines.push(`${r.session}: ${n(r.calls.keptForErrorPurge)} failed call(s) left raw: error purge takes their arguments, which a stub would bring back`);
   }
   return lines;
 }
@@ -306,8 +313,8 @@ function keptLines(r: RunFileResult, out: Output): string[] {
 export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usage">): string | null {
   const { calls, reused } = r.usage;
   const reusedParts = [
-    reused.cache > 0 ? `${reused.cache} answer${reused.cache === 1 ? "" : "s"} from the summary cache` : "",
-    reused.session > 0 ? `${reused.session} summar${reused.session === 1 ? "y" : "ies"} reused from the session` : "",
+    reused.cache > 0 ? `${counted(reused.cache, "answer")} from the summary cache` : "",
+    reused.session > 0 ? `${counted(reused.session, "summary", "summaries")} reused from the session` : "",
   ].filter((p) => p !== "");
   if (calls === 0 && reusedParts.length === 0) return null;
   const cost = r.usage.cost > 0 ? ` · $${r.usage.cost.toFixed(4)}` : "";
@@ -315,11 +322,11 @@ export function usageLine(r: Pick<RunFileResult, "session" | "summarizer" | "usa
   // Answers from the fallback are named with the model that gave them.
   const fallback = Object.entries(r.usage.answeredBy ?? {})
     .filter(([model]) => model !== r.summarizer)
-    .map(([model, k]) => `${k} answered by the fallback ${model}`);
+    .map(([model, k]) => `${n(k)} answered by the fallback ${model}`);
   const by = fallback.length > 0 ? ` (${fallback.join(", ")})` : "";
   const asked =
     calls > 0
-      ? `${calls} calls to ${r.summarizer}${by} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`
+      ? `${counted(calls, "call")} to ${r.summarizer}${by} · ${n(r.usage.input)} input + ${n(r.usage.output)} output tokens${cost}`
       : r.summarizer === "deterministic"
         ? "deterministic summarizer"
         : `no call to ${r.summarizer}`;
