@@ -18,36 +18,26 @@ export function isFileRead(toolName: string): boolean {
 const PLACE = String.raw`(?:[\w./@~+-]+(?::\d+(?::\d+)?|\(\d+,\d+\)):?\s*|[-*•>]\s+|\d+\)\s+)?`;
 
 /**
- * A short prefix a log or a numbered listing puts before a line's message, up to three of them,
- * each followed by spaces and optionally a ` - ` or ` | ` separator:
- * - a line or row number with its word: `row 12:`, `line 7:`, `L42:`, `#3`;
- * - a bare number that a separator ends: `12:` (grep -n), `42 |`, `42⇥` (cat -n); a number
- *   followed by a space alone is not one, so `2 FAILED` stays a total;
- * - a timestamp, bracketed or not: `2024-05-01T12:00:03.120Z`, `2024-05-01 12:00:03,123`,
- *   `2024/05/01 12:00:03`, `12:00:03.456`, `[2024-05-01 12:00:03]`;
- * - a bracket without spaces: `[main]`, `[worker-3]`, `[INFO]`.
- * Only what follows decides: the error's kind must still open the message (`row 12: no errors`
- * is not an error line).
+ * One short prefix a log or a numbered listing puts before a line's message, with the spaces (and
+ * a ` - `) after it: a row or line number with its word and colon (`row 12:`, `line 7:`, `L42:`),
+ * or a timestamp, bracketed or not (`2024-05-01T12:00:03.120Z`, `2024-05-01 12:00:03,123`,
+ * `2024/05/01 12:00:03`, `[12:00:03]`). Every part has a bounded length, so the match costs a few
+ * steps whatever follows (a prefix whose parts could end at any digit made long digit runs
+ * quadratic). Bare numbers (`3:` of grep -n) and brackets (`[main]`) are not prefixes: listings of
+ * code (`3:  ValidationError,`) and tags (`[INFO] Error budget`) would read as errors.
  */
-const LOG_PREFIX = (() => {
-  const numbered = String.raw`(?:[Ll]ine|LINE|[Rr]ow|ROW|L|#)\s?\d+[:.)\]]?`;
-  const bare = String.raw`\d+(?::|\s*\||\t)`;
-  const time = String.raw`\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?`;
-  const stamp = String.raw`\[?(?:\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]${time})?|${time})(?:Z|[+-]\d{2}:?\d{2})?\]?:?`;
-  const bracket = String.raw`\[[^\]\s]{1,32}\]:?`;
-  return String.raw`(?:(?:${numbered}|${stamp}|${bare}|${bracket})\s*(?:[-|]\s+)?){0,3}`;
-})();
+const LOG_PREFIX =
+  /^(?:(?:[Rr]ow|ROW|[Ll]ine|LINE|L) ?\d{1,9}:|\[?(?:\d{4}[-/]\d{2}[-/]\d{2}(?:[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)?|\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?)(?:Z|[+-]\d{2}:?\d{2})?\]?:?)[ \t]+(?:-[ \t]+)?/;
 
 /**
- * A line that reports an error: after an optional {@link LOG_PREFIX log prefix} (a row number, a
- * timestamp, a bracket) and an optional place it starts with an error's name or kind —
+ * A line that reports an error: after an optional place it starts with an error's name or kind —
  * `TypeError: …`, `error TS2322: …`, `error: …`, `Error: …`, `npm ERR! …`, `fatal: …`, `panic: …`,
- * `FAIL …`, `Traceback …`, `✗ …`, a bracketed level `[ERROR]` — or it says a file, command or
- * permission was missing. Source code that merely mentions errors (`throw new Error(…)`,
- * `isError: true`) is not one, nor prose that counts them (`no errors found`, `0 errors`).
+ * `FAIL …`, `Traceback …`, `✗ …` — or it says a file, command or permission was missing. Source
+ * code that merely mentions errors (`throw new Error(…)`, `isError: true`) is not one. Also after
+ * one {@link LOG_PREFIX log prefix} (`row 12: ERROR …`, `2024-05-01 12:00:03 ERROR …`).
  */
 const ERROR_LINE = new RegExp(
-  `^${LOG_PREFIX}${PLACE}(?:\\[(?:ERROR|[Ee]rror|FATAL|[Ff]atal|PANIC|[Pp]anic)\\]|[A-Z]\\w*(?:Error|Exception)\\b(?![(=.])|[Ee]rror(?:\\[\\w+\\])?(?:\\s+TS\\d+)?:|Error\\b(?![(=.])|ERROR\\b|npm ERR!|ERR!|[Ff]atal\\b:|FATAL\\b|[Pp]anic\\b:|PANIC\\b|FAIL(?:ED)?\\b|Failed\\b|Traceback\\b|[✗✘×]\\s)`,
+  `^${PLACE}(?:[A-Z]\\w*(?:Error|Exception)\\b(?![(=.])|[Ee]rror(?:\\[\\w+\\])?(?:\\s+TS\\d+)?:|Error\\b(?![(=.])|ERROR\\b|npm ERR!|ERR!|[Ff]atal\\b:|FATAL\\b|[Pp]anic\\b:|PANIC\\b|FAIL(?:ED)?\\b|Failed\\b|Traceback\\b|[✗✘×]\\s)`,
 );
 /** Messages that report a failure wherever they stand in a line. */
 const FAILURE_ANYWHERE = /No such file or directory|command not found|Permission denied|Cannot find module/i;
@@ -85,7 +75,9 @@ function isPathChar(code: number): boolean {
 /** True for a line that reports an error (see {@link ERROR_LINE}). */
 export function isErrorLine(line: string): boolean {
   const t = line.trim();
-  return ERROR_LINE.test(t) || FAILURE_ANYWHERE.test(t);
+  if (ERROR_LINE.test(t) || FAILURE_ANYWHERE.test(t)) return true;
+  const prefix = LOG_PREFIX.exec(t);
+  return prefix !== null && ERROR_LINE.test(t.slice(prefix[0].length));
 }
 
 /** True for a line that totals tests, errors or warnings. */
