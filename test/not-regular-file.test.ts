@@ -119,7 +119,11 @@ describe("a FIFO where condense reads a file beside the session or one the user 
     const merge = condense("metrics", "--merge", pipe);
     expect([merge.signal, merge.code, merge.stderr]).toEqual([null, 2, `error: ${pipe}: cannot read: not a regular file\n`]);
     const html = condense("report", "--html", pipe, real);
-    expect([html.signal, html.code, html.stderr]).toEqual([null, 2, `error: --html ${pipe} already exists; use --force to overwrite it\n`]);
+    expect([html.signal, html.code, html.stderr]).toEqual([
+      null,
+      2,
+      `error: --html ${pipe} already exists and is not a regular file (a device, FIFO or socket); condense does not replace it — name a file (nothing was written)\n`,
+    ]);
     // A folder or a missing file there is said in words too, not with the system's message.
     const folder = path.join(tmp.dir, "a-folder.json");
     mkdirSync(folder, { recursive: true });

@@ -5,7 +5,8 @@
  * `--force` (or when it is the command's own earlier output), and a missing folder is an error
  * naming it, never created. Every refusal exits 2 and leaves every byte as it was.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { copyInto, FIXTURES, runCli, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
@@ -97,6 +98,38 @@ describe("run --output and compact --output", () => {
     expect(readFileSync(target).equals(before)).toBe(true);
     expect((await runCli("run", file, "--output", target, "--force", "-q")).code).toBe(0);
     expect(readFileSync(target).subarray(0, readFileSync(file).length).equals(readFileSync(file))).toBe(true);
+  });
+
+  it("over a symbolic link, a FIFO or a character device: refused even with --force (exit 2), none replaced", async () => {
+    // As root, `run --output /dev/null --force` renamed a regular file over /dev/null.
+    const { dir, file } = folderWith(EXAMPLE);
+    const fifo = path.join(dir, "fifo");
+    const device = path.join(dir, "null");
+    const link = path.join(dir, "link.jsonl");
+    execFileSync("mkfifo", [fifo]);
+    symlinkSync(copyInto(dir, KIMCHI, "elsewhere.jsonl"), link);
+    const root = process.getuid?.() === 0;
+    if (root) execFileSync("mknod", [device, "c", "1", "3"]);
+    const notRegular = (flag: string, target: string) =>
+      `error: ${flag} ${target} already exists and is not a regular file (a device, FIFO or socket); condense does not replace it — name a file (nothing was written)\n`;
+    for (const command of ["run", "compact"]) {
+      for (const target of root ? [fifo, device] : [fifo]) {
+        const r = await runCli(command, file, "--output", target, "--force");
+        expect([command, r.code, r.stdout, r.stderr]).toEqual([command, 2, "", notRegular("--output", target)]);
+      }
+      const r = await runCli(command, file, "--output", link, "--force");
+      expect([command, r.code, r.stderr]).toEqual([
+        command,
+        2,
+        `error: --output ${link} is a symbolic link; condense writes a new file in its place, which would replace the link — name the file itself (nothing was written)\n`,
+      ]);
+    }
+    const html = await runCli("report", file, "--html", fifo, "--force");
+    expect([html.code, html.stderr]).toEqual([2, notRegular("--html", fifo)]);
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(readFileSync(link).equals(readFileSync(KIMCHI))).toBe(true);
+    if (root) expect(lstatSync(device).isCharacterDevice()).toBe(true);
   });
 });
 

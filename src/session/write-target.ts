@@ -6,9 +6,12 @@
  * - an existing file only with `--force`, unless it is the command's own earlier output (a
  *   report page, an image with the same bytes);
  * - never a folder, and never into a folder that does not exist: missing folders are named in the
- *   error, not created behind the user's back.
+ *   error, not created behind the user's back;
+ * - never over a symbolic link, a device, a FIFO or a socket, `--force` or not: the file is replaced
+ *   whole (a new file renamed over the path), which would replace the link or the device itself
+ *   (as root, `--output /dev/null --force` turned /dev/null into a regular file).
  */
-import { statSync } from "node:fs";
+import { lstatSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { UsageError } from "../util/errors.js";
 import { peekHeader } from "./locate.js";
@@ -37,16 +40,29 @@ const statOrNull = (path: string) => {
   }
 };
 
+const lstatOrNull = (path: string) => {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
+};
+
 /**
  * Check that `target` may be written under {@link WriteTargetRules}. Reads at most the first MiB
  * of an existing file (its session header); writes nothing.
  * @throws UsageError (exit 2) naming the flag, the path and what is wrong: an empty path, a
- *   folder, a session the command reads, a Pi session (unless the command writes sessions), an
+ *   symbolic link, a folder, a device, FIFO or socket, a session the command reads, a Pi session (unless the command writes sessions), an
  *   existing file without `force` (unless its own earlier output), a missing or non-folder parent
  */
 export async function checkWriteTarget(target: string, rules: WriteTargetRules): Promise<void> {
   const { flag } = rules;
   if (target.trim() === "") throw new UsageError(`${flag}: empty path (is the variable you passed unset?)`);
+  if (lstatOrNull(target)?.isSymbolicLink()) {
+    throw new UsageError(
+      `${flag} ${target} is a symbolic link; condense writes a new file in its place, which would replace the link — name the file itself (nothing was written)`,
+    );
+  }
   const existing = statOrNull(target);
   if (!existing) {
     const folder = dirname(resolve(target));
@@ -62,7 +78,12 @@ export async function checkWriteTarget(target: string, rules: WriteTargetRules):
       throw new UsageError(`${flag} ${target} is the input session itself; ${rules.instead ?? "name another file"} (nothing was written)`);
     }
   }
-  if (!rules.writesSession && existing.isFile() && (await peekHeader(target))) {
+  if (!existing.isFile()) {
+    throw new UsageError(
+      `${flag} ${target} already exists and is not a regular file (a device, FIFO or socket); condense does not replace it — name a file (nothing was written)`,
+    );
+  }
+  if (!rules.writesSession && (await peekHeader(target))) {
     throw new UsageError(
       `${flag} ${target} is a Pi session file; condense never overwrites a session with its ${flag} output — name another file (nothing was written)`,
     );
