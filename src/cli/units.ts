@@ -1,7 +1,8 @@
 /**
  * One convention for the numbers given on the command line (README "Units"):
  * - a token count is a whole number, optionally with `k` (thousand) or `M` (million): `120000`,
- *   `120k`, `1.2M`; `_` and `,` between digits are ignored (`120_000`);
+ *   `120k`, `1.2M`; `_` between digits and `,` before a group of three are ignored (`120_000`,
+ *   `120,000`; `1,5` is refused, not read as 15); at most 2^53 − 1;
  * - a share is a fraction from 0 to 1 (`0.8`) or a percentage with `%` (`80%`). A bare number
  *   above 1 is refused rather than guessed: older versions read `--max-chain-share 80` as a
  *   percentage, and `0.8` now means 80%, not 0.8%.
@@ -17,7 +18,11 @@ const COUNT = /^(\d+(?:\.\d+)?)\s*([kKmM]?)$/;
  * @throws UsageError naming the flag, the value and the accepted forms
  */
 export function parseTokenCount(flag: string, value: string, options: { min?: number } = {}): number {
-  const text = value.trim().replace(/(?<=\d)[_,](?=\d)/g, "");
+  // `_` between digits anywhere (120_000); `,` only before a group of three (1,000 — `1,5` is a decimal comma, refused).
+  const text = value
+    .trim()
+    .replace(/(?<=\d)_(?=\d)/g, "")
+    .replace(/(?<=\d),(?=\d{3}(?!\d))/g, "");
   const m = COUNT.exec(text);
   const zeros = m?.[2] ? (m[2].toLowerCase() === "k" ? 3 : 6) : 0;
   // Whole once scaled: the decimals beyond the scale's zeros are all 0 (decided on the digits, not on a float).
@@ -29,6 +34,9 @@ export function parseTokenCount(flag: string, value: string, options: { min?: nu
     throw new UsageError(
       `${flag}: a token count is a whole number of tokens ${forms}${Number(m?.[1]) < 1 && zeros === 0 ? " (a share is not a token count)" : ""}`,
     );
+  }
+  if (Number.isFinite(result) && result > Number.MAX_SAFE_INTEGER) {
+    throw new UsageError(`${flag}: ${JSON.stringify(value)} is too large a token count (at most ${Number.MAX_SAFE_INTEGER.toLocaleString("en-US")})`);
   }
   if (!Number.isFinite(result) || result < min) {
     throw new UsageError(`${flag}: expected a token count ${min > 0 ? `of at least ${min} ` : ""}${forms}`);
