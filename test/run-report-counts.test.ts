@@ -6,7 +6,9 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { fixture, runCliWith, tempDir } from "./cli-capture.js";
+import { failedBatchesLine } from "../src/cli/run-report.js";
+import type { RunFileResult } from "../src/pipeline/run.js";
+import { copyInto, fixture, runCliWith, SHARED_SESSIONS, tempDir } from "./cli-capture.js";
 
 const NOW = { CONDENSE_NOW: "2026-02-01T00:00:00.000Z", COLUMNS: "200" };
 const tmp = tempDir("run-report-counts");
@@ -60,5 +62,26 @@ describe("run's report: counts grouped, nouns in their number", () => {
     expect(single.stdout.replace(/\s+/g, " ")).toContain(" · 1 context edit (1 stub, 0 assistant, 0 chain blocks, 0 omitted)");
     const several = await runCliWith(NOW, "run", fixture("five-closed-chains.jsonl"), "--dry-run");
     expect(several.stdout.replace(/\s+/g, " ")).toContain(" · 15 context edits (1 stub, 2 assistant, 2 chain blocks, 10 omitted)");
+  });
+
+  it("failed calls left raw for error purge: '1 failed call … its arguments', '2 failed calls … their arguments'", async () => {
+    const line = async (name: string) => {
+      const file = copyInto(tmp.dir, path.join(SHARED_SESSIONS, name));
+      const r = await runCliWith({ ...NOW, PI_CODING_AGENT_DIR: tmp.dir }, "run", file, "--dry-run");
+      return r.stdout.split("\n").find((l) => l.includes("left raw"));
+    };
+    expect(await line("gjc-04-awesome-agent-ide.v3.jsonl")).toMatch(
+      /: 1 failed call left raw: error purge takes its arguments, which a stub would bring back$/,
+    );
+    expect(await line("gjc-02-inline-agent-design.v3.jsonl")).toMatch(
+      /: 2 failed calls left raw: error purge takes their arguments, which a stub would bring back$/,
+    );
+  });
+
+  it("the failed-batches line: '1 of 1 batch failed', '2 of 3 batches failed'", () => {
+    const result = (failed: number, captured: number) =>
+      ({ session: "s.jsonl", batches: { failed, captured }, failures: [{ reason: "HTTP 500" }], written: null, dryRun: false }) as unknown as RunFileResult;
+    expect(failedBatchesLine(result(1, 1))).toMatch(/^s\.jsonl: 1 of 1 batch failed \(/);
+    expect(failedBatchesLine(result(2, 3))).toMatch(/^s\.jsonl: 2 of 3 batches failed \(/);
   });
 });

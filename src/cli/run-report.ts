@@ -274,7 +274,7 @@ export function failedBatchesLine(r: RunFileResult): string | null {
   const again = unreachable ? "run again when the model is reachable" : "run again to retry them";
   // A run again would find its own --output there and refuse it.
   const replace = r.written && r.written !== r.session ? `, with --force to replace ${r.written}` : "";
-  return `${r.session}: ${n(r.batches.failed)} of ${n(r.batches.captured)} batches failed (${why.join("; ")}); ${state} — ${again}${replace}`;
+  return `${r.session}: ${n(r.batches.failed)} of ${n(r.batches.captured)} ${r.batches.captured === 1 ? "batch" : "batches"} failed (${why.join("; ")}); ${state} — ${again}${replace}`;
 }
 
 const LISTED_RECOVERIES = 5;
@@ -294,13 +294,16 @@ function keptLines(r: RunFileResult, out: Output): string[] {
   }
   if (r.recovered.length > LISTED_RECOVERIES)
     lines.push(`${r.session}: and ${n(r.recovered.length - LISTED_RECOVERIES)} more removed results indexed (--json lists them)`);
-  if (r.calls.ambiguous > 0) {
+  const { ambiguous, keptForErrorPurge: purged } = r.calls;
+  if (ambiguous > 0) {
+    const [calls, their] = ambiguous === 1 ? ["call", "its"] : ["calls", "their"];
     lines.push(
-      `${r.session}: ${n(r.calls.ambiguous)} call(s) left raw: their result shares its id and timestamp with another result, so a stub could not tell them apart`,
+      `${r.session}: ${n(ambiguous)} ${calls} left raw: ${their} result shares its id and timestamp with another result, so a stub could not tell them apart`,
     );
   }
-  if (r.calls.keptForErrorPurge > 0) {
-    lines.push(`${r.session}: ${n(r.calls.keptForErrorPurge)} failed call(s) left raw: error purge takes their arguments, which a stub would bring back`);
+  if (purged > 0) {
+    const [calls, their] = purged === 1 ? ["call", "its"] : ["calls", "their"];
+    lines.push(`${r.session}: ${n(purged)} failed ${calls} left raw: error purge takes ${their} arguments, which a stub would bring back`);
   }
   return lines;
 }
