@@ -235,7 +235,7 @@ describe("the undo records file beside the session, when it is not a regular fil
       expect([undo.signal, undo.code, undo.stderr]).toEqual([
         null,
         1,
-        `error: ${file}: no condense write to this session is recorded (${records}, where the records of the last writes are kept, cannot be read: ${why}); nothing was changed\n`,
+        `error: ${file}: cannot tell which condense write to undo: ${records}, where the records of the last writes are kept, cannot be read (${why}); nothing was changed\n`,
       ]);
       expect(readFileSync(file).equals(before)).toBe(true);
       const st = lstatSync(records);

@@ -104,13 +104,15 @@ export function undoRefusal(path: string, last: LastWrite, outcome: string = NOT
       const hint = backup ? `; the original of a --migrate is in ${backup} (\`mv ${shellWord(backup)} ${shellWord(path)}\` puts it back)` : "";
       // The records file is named only where it exists (a migrate that appended nothing leaves none).
       const { damaged, unreadable } = readUndoFile(path);
+      // Records that cannot be read may hold a write: say that, not that none was recorded.
+      if (unreadable !== undefined) {
+        return `${path}: cannot tell which condense write to undo: ${undoPath(path)}, where the records of the last writes are kept, cannot be read (${unreadable}); ${outcome}${hint}`;
+      }
       const records = !existsSync(undoPath(path))
         ? ""
-        : unreadable !== undefined
-          ? ` (${undoPath(path)}, where the records of the last writes are kept, cannot be read: ${unreadable})`
-          : damaged > 0
-            ? ` (${undoPath(path)}, where the records of the last writes are kept, holds ${damaged} ${damaged === 1 ? "line" : "lines"} that ${damaged === 1 ? "is" : "are"} no record: edited or damaged)`
-            : ` (the records of the last writes are kept in ${undoPath(path)})`;
+        : damaged > 0
+          ? ` (${undoPath(path)}, where the records of the last writes are kept, holds ${damaged} ${damaged === 1 ? "line" : "lines"} that ${damaged === 1 ? "is" : "are"} no record: edited or damaged)`
+          : ` (the records of the last writes are kept in ${undoPath(path)})`;
       return `${path}: no condense write to this session is recorded${records}; ${outcome}${hint}`;
     }
     case "replaced":
