@@ -8,12 +8,15 @@ import { setFlagsFromString } from "node:v8";
 
 /**
  * V8's interrupt budget condense runs under (bytecode executed before V8 considers a function for
- * optimization; V8 11's default is 67 584): 16× the default. Measured on 2 cores, Node 20, paired
- * CPU medians (farm-bench) against the default: `run --dry-run` on generated sessions 0.68× at
- * 10 MB, 0.76× at 30 MB, 0.98× at 100 MB; `budget` 0.71× and `compact --dry-run` 0.78× at 10 MB;
- * `render` and `metrics` 0.96–0.99× (unchanged). Over 500 generated sessions (bench/archive.js,
- * thread CPU, `--jobs 2`) V8's helper threads used 3.1–4.8 s at 4×, 1.8–3.1 s at 16×, 1.3–2.0 s at
- * 64×, while the JavaScript threads ran longer the later they optimize: the estimate was best at 16×.
+ * optimization; V8 11's default is 67 584): 16× the default. Measured on 2 cores, Node 20, CPU
+ * medians against the default: `run --dry-run` on generated sessions 0.48–0.68× at 10 MB, 0.76× at
+ * 30 MB, but 0.96–1.04× at 100 MB and 1.08× at 300 MB (bench/scale.js --base; not explained —
+ * perhaps hot code that deoptimizes waits 16× longer each time to be optimized again); `budget`
+ * 0.71× and `compact --dry-run` 0.78× at 10 MB; `render` 0.67× at 10 MB, 0.88–1.01× above;
+ * `metrics` 0.95–0.96×. Real sessions are a few MB: the default is kept for none. Over 500
+ * generated sessions (bench/archive.js, thread CPU, `--jobs 2`) V8's helper threads used 3.1–4.8 s
+ * at 4×, 1.8–3.1 s at 16×, 1.3–2.0 s at 64×, while the JavaScript threads ran longer the later they
+ * optimize: the estimate was best at 16×.
  */
 export const INTERRUPT_BUDGET = 16 * 67584;
 
