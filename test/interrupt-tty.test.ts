@@ -6,7 +6,7 @@
  * A second Ctrl-C ends the process at once. The same without a terminal (SIGINT from a parent).
  */
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
@@ -286,9 +286,9 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     }
   }, 120_000);
 
-  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", async () => {
-    const folder = path.join(tmp.dir, "archive");
-    mkdirSync(folder);
+  // A retry (as the terminal archive tests have) gets a folder of its own.
+  it("an archive: exit 130, one summary line on stderr, untouched files identical, --json names them", { timeout: 120_000, retry: 1 }, async () => {
+    const folder = mkdtempSync(path.join(tmp.dir, "archive-"));
     const files = Array.from({ length: 5 }, (_, i) => copyInto(folder, SOURCE, `p${i + 1}.jsonl`));
     const before = new Map(files.map((f) => [f, readFileSync(f)]));
     const changed = () => files.filter((f) => !readFileSync(f).equals(before.get(f) as Buffer));
@@ -299,13 +299,17 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
     const done = changed();
     const { stdout, stderr } = child.output();
     const doc = JSON.parse(stdout);
+    // Seen once in a full run: a session finished before the Ctrl-C with failed batches (not
+    // written, counted as failed). Its reasons, if it happens again:
+    const failedBatches = doc.sessions.filter((r: { batches: { failed: number } }) => r.batches.failed > 0);
+    expect(failedBatches.map((r: { session: string; failures: unknown }) => [r.session, r.failures])).toEqual([]);
     expect(doc.interrupted.done).toBe(done.length);
     expect(doc.interrupted.untouched.sort()).toEqual(files.filter((f) => !done.includes(f)).sort());
     expect(doc.failures).toEqual([]);
     expect(stderr).toBe("");
     for (const f of doc.interrupted.untouched) expect(readFileSync(f).equals(before.get(f) as Buffer)).toBe(true);
     expect(readdirSync(folder).filter((n) => n.endsWith(".lock"))).toEqual([]);
-  }, 120_000);
+  });
 
   it("metrics --json: exit 130, the document holds the sessions measured and names the others", async () => {
     // 200 names for one large session (hard links: one file on disk), far more than are read before the interrupt.
