@@ -10,8 +10,9 @@
  *   every thread takes the next file from a shared atomic counter. Results come back as structured
  *   clones. From TypeScript sources (tests) the pool is unavailable and the in-process
  *   path is used; `CONDENSE_WORKERS=0` also forces it (for comparisons and debugging). The pool's
- *   threads optimize late, as the CLI's does (tiering.ts): every thread compiles the same
- *   functions again, and with a thread per core those compiles compete with the work.
+ *   threads optimize late: the CLI set V8's flag for the whole process before (tiering.ts), and
+ *   every thread compiles the same functions again, so with a thread per core the compiles would
+ *   compete with the work.
  */
 import { setMaxListeners } from "node:events";
 import pLimit from "p-limit";
@@ -22,7 +23,6 @@ import { Worker } from "node:worker_threads";
 import { CondenseError } from "../util/errors.js";
 import type { ExitState } from "./options.js";
 import { cutToColumns, type Output, SPINNER_SPARE_COLUMNS } from "./output.js";
-import { raiseTieringBudget } from "./tiering.js";
 
 export interface FileOutcome<T> {
   path: string;
@@ -387,7 +387,6 @@ async function runInWorkers<T>(
     deliver(outcome, i);
   };
 
-  raiseTieringBudget(); // process-wide (the CLI already did): this thread and the workers started below
   const runWorker = (): Promise<void> =>
     new Promise((resolve) => {
       const worker = new Worker(WORKER_URL, { workerData: { module: task.module, fn: task.fn, options: task.options, files, counter } });

@@ -35,8 +35,8 @@ export function tieringBudgetFlag(version: string = process.versions.v8): string
  * threads started after it too): a function tiers up to TurboFan after {@link INTERRUPT_BUDGET}
  * units of bytecode instead of the default. Each worker of a `--jobs` pool is an isolate of its
  * own that compiles the same functions again, so there the saving counts once per thread.
- * Idempotent; the CLI calls it before the command runs, the pool again when it starts. Only
- * under V8 11 ({@link tieringBudgetFlag}).
+ * The CLI (`main`) calls it before the command runs, so the `--jobs` pool's workers start with it.
+ * Only under V8 11 ({@link tieringBudgetFlag}).
  */
 export function raiseTieringBudget(): void {
   const flag = tieringBudgetFlag();

@@ -130,14 +130,14 @@ export function registerRun(program: Command, exit: ExitState): void {
       interrupt.release();
     }
     const split = splitOutcomes(outcomes);
-    const settled = settleBatch(out, exit, split, selection.total, interrupt.signal);
-    const interrupted = settled && interruptedJson(closingCounts(split));
+    const counts = closingCounts(split);
+    const interrupted = settleBatch(out, exit, split, selection.total, interrupt.signal) && interruptedJson(counts);
     // A batch whose summary failed is a runtime failure of its session (the others still processed):
     // a run the model never answered must not pass for one with nothing to do.
     if (exit.code === 0 && split.results.some((r) => r.batches.failed > 0)) exit.code = 1;
     if (options.ndjson) {
       for (const r of split.results) printFailedBatches(out, r);
-      if (interrupted) out.error(interruptedMessage(closingCounts(split), files.length, task.dryRun ? "dry-run" : "write"));
+      if (interrupted) out.error(interruptedMessage(counts, files.length, task.dryRun ? "dry-run" : "write"));
       return;
     }
     printOutcome(out, {
@@ -243,10 +243,11 @@ function printOutcome(out: Output, run: RunOutcome): void {
   for (const r of results) printFailedBatches(out, r);
   // Failures were printed first and may have scrolled away: count them once more at the end, with
   // the sessions whose batches failed (their lines are just above), as the line after Ctrl-C does.
-  const failed = failedSessionsMessage(closingCounts(run).failures.length, files, "were processed");
+  const counts = closingCounts(run);
+  const failed = failedSessionsMessage(counts.failures.length, files, "were processed");
   if (failed && !interrupted) out.error(failed);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
-  if (interrupted) out.error(interruptedMessage(closingCounts(run), files, run.dryRun ? "dry-run" : "write"));
+  if (interrupted) out.error(interruptedMessage(counts, files, run.dryRun ? "dry-run" : "write"));
 }
 
 /**
