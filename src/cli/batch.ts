@@ -244,6 +244,7 @@ export async function forEachSession<T>(files: string[], out: Output, options: B
   const progress = new Progress(out, options.label, files.length);
   const deliver = orderedDelivery(files.length, options);
   try {
+    await progress.ready(); // else loading ora waits on the work, and the line may show only at its end
     if (options.jobs > 1 && files.length > 1 && workerPoolAvailable(options.remote)) {
       return await runInWorkers<T>(files, Math.min(options.jobs, files.length), options.remote, options, progress, deliver);
     }
@@ -323,6 +324,11 @@ class Progress {
     this.render();
   }
 
+  /** Settles once the line is on screen (at once without one); see `Spinner.ready` (output.ts). */
+  ready(): Promise<void> {
+    return this.spinner?.ready ?? Promise.resolve();
+  }
+
   stop(): void {
     this.spinner?.stop();
   }
@@ -332,7 +338,8 @@ class Progress {
     const head = `${this.label} ${this.done}/${this.total}${this.failed ? `, ${this.failed} failed` : ""}`;
     const current = [...this.active].pop();
     if (!current) {
-      this.spinner.text = head;
+      // Between two files of one executor: drawn on ora's tick, so the line does not lose its file for a frame.
+      this.spinner.setText(head, false);
       return;
     }
     // One line: the current file, cut from the left to fit the terminal with room for a `^C` echo.

@@ -288,22 +288,36 @@ export function cutToColumns(text: string, columns: number, from: "start" | "end
   return from === "end" ? `${kept.join("")}…` : `…${kept.reverse().join("")}`;
 }
 
-/** A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. */
+/** Least time between two frames drawn because the text changed (ms); ora's own timer draws the rest. */
+const REDRAW_MS = 50;
+
+/**
+ * A progress line backed by `ora`, loaded lazily; `text` may be set before it has loaded. A new
+ * text is drawn at once (at most every {@link REDRAW_MS}), not only on ora's timer: work that keeps
+ * the event loop busy between files would otherwise leave an old count on screen.
+ */
 export class Spinner {
   private ora: { text: string; stop(): unknown; start(): unknown; clear(): unknown; render(): unknown } | null = null;
   private stopped = false;
   private current: string;
   private readonly columns: number;
+  private drawnAt = 0;
+  /**
+   * Settles once ora is loaded and the line drawn (or the spinner stopped first). Loading ora takes
+   * several turns of the event loop; work started before it settles can delay it to its end.
+   */
+  readonly ready: Promise<void>;
 
   constructor(text: string, stream: NodeJS.WritableStream) {
     this.columns = (stream as { columns?: number }).columns || 80;
     this.current = spinnerText(escapeControls(text), this.columns);
-    void import("ora").then(({ default: ora }) => {
+    this.ready = import("ora").then(({ default: ora }) => {
       if (this.stopped) return;
       // discardStdin off: ora's raw-mode stdin only turns Ctrl-C back into SIGINT while something reads
       // stdin, and nothing does here — with it on, Ctrl-C would be swallowed.
       this.ora = ora({ text: this.current, stream: stream as NodeJS.WritableStream & { isTTY: boolean }, discardStdin: false });
       this.ora.start();
+      this.drawnAt = Date.now();
     });
   }
 
@@ -312,8 +326,22 @@ export class Spinner {
   }
 
   set text(value: string) {
+    this.setText(value, true);
+  }
+
+  /**
+   * A new text, drawn at once when `drawNow` (and the last frame is {@link REDRAW_MS} old), else on
+   * ora's next tick — for a state about to change again (a file done, the next not yet started).
+   */
+  setText(value: string, drawNow: boolean): void {
     this.current = spinnerText(escapeControls(value), this.columns);
-    if (this.ora) this.ora.text = this.current;
+    if (!this.ora) return;
+    this.ora.text = this.current;
+    const now = Date.now();
+    if (drawNow && now - this.drawnAt >= REDRAW_MS) {
+      this.ora.render();
+      this.drawnAt = now;
+    }
   }
 
   stop(): void {
