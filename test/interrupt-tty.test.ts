@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildCli } from "./built-cli.js";
 import { startFakeLlmServer } from "./fake-llm-server.mjs";
 import { copyInto, makeTempDir, SHARED_SESSIONS } from "./helpers.js";
-import { catchesSigint, hasTmux, nodeProcesses, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
+import { catchesSigint, hasTmux, nodeProcesses, openPaths, sleep, startInTty, type TtyRun, waitFor } from "./tty-support.js";
 
 const SOURCE = path.join(SHARED_SESSIONS, "kimchi-statusline.v3.jsonl");
 /** A frame of ora's default spinner (dots). */
@@ -189,10 +189,12 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     const first = copyInto(folder, LARGE, "q01.jsonl");
     for (let i = 2; i <= 24; i++) linkSync(first, path.join(folder, `q${String(i).padStart(2, "0")}.jsonl`));
     const run = start("quiet-metrics", ["metrics", folder, "--jobs", "1", "-q"]);
-    // Nothing is printed to wait for: type Ctrl-C once node catches SIGINT (Linux: bit 2 of SigCgt).
-    // Typed earlier, it reaches a process that still ignores it (the shell's `trap '' INT`).
-    await run.waitFor("a SIGINT handler", () => nodeProcesses(folder).some(catchesSigint), 60_000);
-    await sleep(500);
+    // Nothing is printed to wait for: type Ctrl-C once node catches SIGINT (Linux: bit 2 of SigCgt)
+    // — typed earlier, it reaches a process that still ignores it (the shell's `trap '' INT`) — and
+    // has a later session than q01 open: with --jobs 1 the sessions go in order, so one is measured
+    // and the partial table has a row. (A fixed wait was too short under load: no table at all.)
+    const laterOpen = (pid: string) => openPaths(pid).some((p) => /\/q(0[2-9]|1\d|2[0-4])\.jsonl$/.test(p));
+    await run.waitFor("a session measured", () => nodeProcesses(folder).some((pid) => catchesSigint(pid) && laterOpen(pid)), 60_000);
     run.keys("C-c");
     expect(await run.exited(60_000)).toBe(130);
     const screen = run.screen();

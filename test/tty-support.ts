@@ -4,7 +4,7 @@
  * `send-keys` (C-c reaches the command as the terminal's interrupt character, as when a user types it).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
 import path from "node:path";
 
 /**
@@ -111,6 +111,24 @@ export function catchesSigint(pid: number | string): boolean {
 }
 
 /** The `node` processes whose command line contains `text` (pgrep -f), by pid. */
+/**
+ * The paths process `pid` has open now (its /proc/<pid>/fd links; a hard link shows the name it was
+ * opened by). Empty when the process is gone.
+ */
+export function openPaths(pid: number | string): string[] {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
+      try {
+        return [readlinkSync(`/proc/${pid}/fd/${fd}`)];
+      } catch {
+        return []; // closed between the listing and the read
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
 export function nodeProcesses(text: string): string[] {
   return spawnSync("pgrep", ["-f", text], { encoding: "utf8" })
     .stdout.split("\n")
