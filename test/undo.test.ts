@@ -184,7 +184,7 @@ describe("undo refuses, and changes nothing", () => {
     const open = await written();
     const holder = spawnHolder(open.file);
     try {
-      await new Promise((r) => setTimeout(r, 300));
+      await holder.ready;
       const o = await runCli(["undo", open.file], env);
       expect(o.code).toBe(1);
       expect(o.stderr).toMatch(
@@ -215,9 +215,23 @@ describe("undo refuses, and changes nothing", () => {
   });
 });
 
-/** A node process holding `file` open. */
+/**
+ * A node process holding `file` open; `ready` settles once it has opened it (it says so on stdout).
+ * Not a fixed wait: under load, node can take longer than any such wait to start.
+ */
 function spawnHolder(file: string) {
-  return spawn(process.execPath, ["-e", `require("fs").openSync(${JSON.stringify(file)}, "r"); setInterval(() => {}, 1000);`], { stdio: "ignore" });
+  const child = spawn(process.execPath, ["-e", `require("fs").openSync(${JSON.stringify(file)}, "r"); console.log("ready"); setInterval(() => {}, 1000);`], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  let out = "";
+  const ready = new Promise<void>((resolve, reject) => {
+    child.stdout.on("data", (d) => {
+      out += d;
+      if (out.includes("ready")) resolve();
+    });
+    child.on("exit", (code) => reject(new Error(`the process holding ${file} exited (${code}) before it opened it`)));
+  });
+  return Object.assign(child, { ready });
 }
 
 describe("a condense killed at a fault point (CONDENSE_TEST_FAULT: the built CLI, built once)", () => {
