@@ -4,7 +4,7 @@
  * `send-keys` (C-c reaches the command as the terminal's interrupt character, as when a user types it).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 /**
@@ -24,6 +24,17 @@ export async function waitFor(what: string, check: () => boolean, ms = 20_000): 
     await sleep(50);
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/**
+ * The files among `files` whose size is no longer the one `sizes` holds for them (a session
+ * condense appended to), found with stat(2) alone: nothing is opened. A test that polls the
+ * sessions condense is writing must not read them — condense refuses to write a session another
+ * process has open (pi-running.ts, rule 1), so a read that coincides with its check right before a
+ * write turns that session into a failure ("it is open in another process (node, …)").
+ */
+export function grownFiles(files: string[], sizes: Map<string, number>): string[] {
+  return files.filter((f) => statSync(f).size !== sizes.get(f));
 }
 
 /** Single-quote a word for sh. */
@@ -97,46 +108,56 @@ export function startInTty(name: string, dir: string, argv: string[], env: Recor
   };
 }
 
-/**
- * True when process `pid` catches SIGINT (Linux: bit 2 of `SigCgt` in /proc/<pid>/status): a
- * command's own handler is installed, so a Ctrl-C now reaches it. False when the process is gone.
- */
-export function catchesSigint(pid: number | string): boolean {
-  try {
-    const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? "0";
-    return (BigInt(`0x${mask}`) & 2n) !== 0n;
-  } catch {
-    return false;
-  }
+/** What {@link watchCli}'s preload has seen of one command so far. */
+export interface CliWatch {
+  /** For the command's environment: `NODE_OPTIONS` with the preload. */
+  env: Record<string, string>;
+  /** condense's own Ctrl-C handler is installed (interruptOnSigint, batch.ts): a Ctrl-C now ends the batch, exit 130. */
+  handlesSigint(): boolean;
+  /** The sessions opened to be read whole (readSessionFile, reader.ts), in order. */
+  sessionsRead(): string[];
 }
 
-/** The `node` processes whose command line contains `text` (pgrep -f), by pid. */
 /**
- * The paths process `pid` has open now (its /proc/<pid>/fd links; a hard link shows the name it was
- * opened by). Empty when the process is gone.
+ * Watch a run of the built CLI from inside it: a preload (`node --require`, in `dir`) appends to a
+ * log when condense installs its Ctrl-C handler and each time it opens a session to read it whole.
+ * A test waits for these instead of guessing with a sleep: node catches SIGINT itself from its
+ * start (to restore the terminal, then die by the signal), so /proc's SigCgt says nothing about
+ * condense's handler, which is installed only once the command's modules have loaded; and with
+ * `--jobs 1` a session is opened only after the one before it is done, so the second one read
+ * means one is done.
  */
-export function openPaths(pid: number | string): string[] {
-  try {
-    return readdirSync(`/proc/${pid}/fd`).flatMap((fd) => {
-      try {
-        return [readlinkSync(`/proc/${pid}/fd/${fd}`)];
-      } catch {
-        return []; // closed between the listing and the read
-      }
-    });
-  } catch {
-    return [];
-  }
-}
-
-export function nodeProcesses(text: string): string[] {
-  return spawnSync("pgrep", ["-f", text], { encoding: "utf8" })
-    .stdout.split("\n")
-    .filter((pid) => {
-      try {
-        return pid !== "" && readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node";
-      } catch {
-        return false; // gone between pgrep and the read
-      }
-    });
+export function watchCli(dir: string, name: string): CliWatch {
+  const log = path.join(dir, `${name}.watch`);
+  const preload = path.join(dir, `${name}.watch.cjs`);
+  rmSync(log, { force: true });
+  writeFileSync(
+    preload,
+    `const { appendFileSync } = require("node:fs");
+const log = ${JSON.stringify(log)};
+const called = (name) => (new Error().stack ?? "").includes(\` at \${name} (\`); // a frame of that function
+// Emitted right before the listener is added, in the same turn: the log is read later.
+process.on("newListener", (event) => {
+  if (event === "SIGINT" && called("interruptOnSigint")) appendFileSync(log, "sigint\\n");
+});
+const fsp = require("node:fs/promises");
+const open = fsp.open;
+fsp.open = function (file, ...rest) {
+  if (called("readSessionFile")) appendFileSync(log, \`read \${file}\\n\`);
+  return open.call(this, file, ...rest);
+};
+require("node:module").syncBuiltinESMExports(); // reader.ts imports open by name (ESM)
+`,
+  );
+  const lines = () =>
+    existsSync(log)
+      ? readFileSync(log, "utf8")
+          .split("\n")
+          .filter((l) => l !== "")
+      : [];
+  return {
+    env: { NODE_OPTIONS: `--require ${preload}` },
+    handlesSigint: () => lines().includes("sigint"),
+    sessionsRead: () => lines().flatMap((l) => (l.startsWith("read ") ? [l.slice(5)] : [])),
+  };
 }
