@@ -273,17 +273,30 @@ describe("Ctrl-C without a terminal (SIGINT from the parent)", () => {
       'const { appendFileSync } = require("node:fs"); const { isMainThread } = require("node:worker_threads");\n' +
         `process.on("warning", (w) => appendFileSync(${JSON.stringify(warnings)}, \`\${isMainThread ? "main" : "worker"}: \${w.name}\\n\`));\n`,
     );
-    // Answers after 300 ms: up to 16 calls wait at once in each of the two threads.
-    server.setPlan(() => ({ delayMs: 300 }));
+    // Up to 16 calls wait at once in each of the two threads. No answer comes before 27 are in
+    // flight (so both threads have more than 10), then each after 300 ms: the worker thread's calls
+    // can start seconds after this thread's (under load, 2 s), and a fixed delay alone let this
+    // thread's first 16 be answered before the worker's began (19 at once, seen). Should 27 never
+    // be in flight, the answers come after 15 s (within the 20 s idle timeout of a call) and the
+    // count below says how many there were.
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const fallback = setTimeout(release, 15_000);
+    server.setPlan(async () => {
+      if (server.maxActive >= 27) release();
+      await gate;
+      return { delayMs: 300 };
+    });
     try {
       const child = spawnCli(["run", folder, "--dry-run", "--no-cache", "--model", "local/m1", "--jobs", "2", "--concurrency", "16", "-q"], {
         NODE_OPTIONS: `--require ${preload}`,
       });
       expect(await child.exited).toBe(0);
-      expect(server.maxActive).toBeGreaterThan(20); // both threads had more than 10 calls in flight
+      expect(server.maxActive).toBeGreaterThanOrEqual(27); // both threads had more than 10 calls in flight
       expect(existsSync(warnings) ? readFileSync(warnings, "utf8") : "").toBe("");
       expect(child.output().stderr).toBe("");
     } finally {
+      clearTimeout(fallback);
       server.setPlan(() => ({ delayMs: 60 }));
     }
   }, 120_000);
