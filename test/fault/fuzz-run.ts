@@ -127,6 +127,9 @@ export async function fuzzShare(part: number, parts: number, seeds: number, dir:
   const mine = all.filter((_, i) => i % parts === part);
   const failures: string[] = [];
   let commands = 0;
-  for (const input of mine) commands += await fuzzOne(input, path.join(dir, "work"), Pi, failures);
+  // A folder of its own per share: a share that timed out goes on in the background, and must not
+  // wipe or change the files of the next one (seen: one half timed out under load, and the other
+  // then reported 1,302 "a read-only command changed the file").
+  for (const input of mine) commands += await fuzzOne(input, path.join(dir, `work-${part}`), Pi, failures);
   return { inputs: mine.length, commands, failures };
 }
