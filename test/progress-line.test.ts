@@ -77,5 +77,11 @@ describe("the progress line while the work does not let the event loop turn", ()
     spinner.text = "second";
     expect(stderr.text()).toContain("second");
     spinner.stop();
+    // A late update (a model call's progress after the command stopped its spinner) draws nothing.
+    const stopped = stderr.text();
+    busy(60);
+    spinner.text = "third";
+    spinner.render();
+    expect(stderr.text()).toBe(stopped);
   });
 });

@@ -335,7 +335,7 @@ export class Spinner {
    */
   setText(value: string, drawNow: boolean): void {
     this.current = spinnerText(escapeControls(value), this.columns);
-    if (!this.ora) return;
+    if (!this.ora || this.stopped) return; // stopped: a late update must not draw the line again
     this.ora.text = this.current;
     const now = Date.now();
     if (drawNow && now - this.drawnAt >= REDRAW_MS) {
@@ -354,9 +354,9 @@ export class Spinner {
     this.ora?.clear();
   }
 
-  /** Draw the line again after {@link clear}. */
+  /** Draw the line again after {@link clear} (not once stopped). */
   render(): void {
-    this.ora?.render();
+    if (!this.stopped) this.ora?.render();
   }
 }
 
