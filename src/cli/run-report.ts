@@ -295,14 +295,16 @@ function keptLines(r: RunFileResult, out: Output): string[] {
   if (r.recovered.length > LISTED_RECOVERIES)
     lines.push(`${r.session}: and ${n(r.recovered.length - LISTED_RECOVERIES)} more removed results indexed (--json lists them)`);
   const { ambiguous, keptForErrorPurge: purged } = r.calls;
+  // `call … its` for one, `calls … their` for more.
+  const words = (k: number) => (k === 1 ? ["call", "its"] : ["calls", "their"]);
   if (ambiguous > 0) {
-    const [calls, their] = ambiguous === 1 ? ["call", "its"] : ["calls", "their"];
+    const [calls, their] = words(ambiguous);
     lines.push(
       `${r.session}: ${n(ambiguous)} ${calls} left raw: ${their} result shares its id and timestamp with another result, so a stub could not tell them apart`,
     );
   }
   if (purged > 0) {
-    const [calls, their] = purged === 1 ? ["call", "its"] : ["calls", "their"];
+    const [calls, their] = words(purged);
     lines.push(`${r.session}: ${n(purged)} failed ${calls} left raw: error purge takes ${their} arguments, which a stub would bring back`);
   }
   return lines;

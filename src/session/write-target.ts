@@ -32,17 +32,10 @@ export interface WriteTargetRules {
   instead?: string;
 }
 
-const statOrNull = (path: string) => {
+/** `stat` (or `lstat`, which does not follow a symbolic link) of `path`, or null when it cannot be had. */
+const statOrNull = (path: string, stat: typeof statSync | typeof lstatSync = statSync) => {
   try {
-    return statSync(path);
-  } catch {
-    return null;
-  }
-};
-
-const lstatOrNull = (path: string) => {
-  try {
-    return lstatSync(path);
+    return stat(path);
   } catch {
     return null;
   }
@@ -58,7 +51,7 @@ const lstatOrNull = (path: string) => {
 export async function checkWriteTarget(target: string, rules: WriteTargetRules): Promise<void> {
   const { flag } = rules;
   if (target.trim() === "") throw new UsageError(`${flag}: empty path (is the variable you passed unset?)`);
-  if (lstatOrNull(target)?.isSymbolicLink()) {
+  if (statOrNull(target, lstatSync)?.isSymbolicLink()) {
     throw new UsageError(
       `${flag} ${target} is a symbolic link; condense writes a new file in its place, which would replace the link — name the file itself (nothing was written)`,
     );

@@ -148,6 +148,7 @@ export function registerRun(program: Command, exit: ExitState): void {
       output: options.output,
       dryRun: task.dryRun,
       interrupted,
+      counts,
     });
   });
 }
@@ -213,6 +214,8 @@ interface RunOutcome {
   dryRun: boolean;
   /** After Ctrl-C (see batch.ts `settleBatch`). */
   interrupted?: InterruptedJson;
+  /** The sessions as the closing lines count them ({@link closingCounts}, made once per run). */
+  counts: ReturnType<typeof closingCounts>;
 }
 
 /**
@@ -221,7 +224,7 @@ interface RunOutcome {
  * closing failure count — and after Ctrl-C, last, the line that says what was done.
  */
 function printOutcome(out: Output, run: RunOutcome): void {
-  const { results, failures, files, wallMs, interrupted } = run;
+  const { results, failures, files, wallMs, interrupted, counts } = run;
   if (out.json) {
     out.printJson({
       sessions: results.map(withUndo),
@@ -243,7 +246,6 @@ function printOutcome(out: Output, run: RunOutcome): void {
   for (const r of results) printFailedBatches(out, r);
   // Failures were printed first and may have scrolled away: count them once more at the end, with
   // the sessions whose batches failed (their lines are just above), as the line after Ctrl-C does.
-  const counts = closingCounts(run);
   const failed = failedSessionsMessage(counts.failures.length, files, "were processed");
   if (failed && !interrupted) out.error(failed);
   // Last: after Ctrl-C, one line says what was done and what was left untouched.
