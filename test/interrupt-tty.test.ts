@@ -141,10 +141,12 @@ describe.skipIf(!hasTmux)("Ctrl-C in a terminal", () => {
     ["compact", [], "compacting", " untouched (nothing was written to them); run the same command again to continue"],
   ];
   for (const [command, extra, progress, tail] of READS) {
-    // CI saw the writing compact's progress line never count a session done (twice, in two runs):
-    // ora, the spinner, was loaded lazily and its loading waited on the work until the end — fixed
-    // in output.ts/batch.ts, tested in progress-line.test.ts. Once more on a failure all the same; a
-    // failed try's wait prints its screen to stderr, so it is in the log even when the second passes.
+    // CI saw the progress line never count a session done, for two causes: ora, the spinner, was
+    // loaded lazily and its loading waited on the work until the end (fixed in output.ts/batch.ts,
+    // tested in progress-line.test.ts); and the runner's CI variable reached the terminal, where
+    // ora then draws nothing (tty-support.ts keeps it out, tested in tty-env.test.ts). Once more on
+    // a failure all the same; a failed try's wait prints its screen to stderr, so it is in the log
+    // even when the second passes.
     it(`${[command, ...extra].join(" ")}: exit 130 and one closing line "interrupted: N of M sessions done, …"`, { timeout: 120_000, retry: 1 }, async () => {
       const name = `${command}${extra.join("")}`.replace(/[^a-z]/g, "");
       // A long folder name: the progress line is as wide as the terminal allows, where the `^C`

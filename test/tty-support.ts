@@ -12,7 +12,22 @@ import path from "node:path";
  * (a `kill-server`, a session of the same name) reaches the sessions these tests drive.
  */
 const SOCKET = `condense-tty-${process.pid}`;
-export const tmux = (...args: string[]) => spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8" });
+
+/**
+ * Variables of the test runner's own environment that a user's terminal does not have and that
+ * change what condense draws there: `CI` (ora, through is-interactive, draws no progress line when
+ * it is set at all — a CI runner sets it, and the progress tests then never see a count), and the
+ * colour overrides `NO_COLOR` and `FORCE_COLOR` (output.ts, colorLevel).
+ */
+export const RUNNER_ONLY_VARS = ["CI", "NO_COLOR", "FORCE_COLOR"];
+
+/** This process's environment without {@link RUNNER_ONLY_VARS}: what the tmux server, and so every pane, starts with. */
+export function terminalEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !RUNNER_ONLY_VARS.includes(k)));
+}
+
+/** Run a tmux command on this process's server (started by the first call, with {@link terminalEnv}). */
+export const tmux = (...args: string[]) => spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8", env: terminalEnv() });
 export const hasTmux = tmux("-V").status === 0;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
