@@ -7,6 +7,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // The runner's CI, colour and width variables are not passed on to the tests (runner-env.ts).
+    setupFiles: ["test/setup-env.ts"],
     env: {
       // Inside Pi, its bash tool names the current session in PI_SESSION_FILE; tests pick their own.
       PI_SESSION_FILE: "",

@@ -7,15 +7,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { hasTmux, RUNNER_ONLY_VARS, startInTty } from "./tty-support.js";
+import { RUNNER_ONLY_VARS } from "./runner-env.js";
+import { hasTmux, startInTty } from "./tty-support.js";
 
-// Set before this file's first tmux call starts the server (one server per test process).
+// Set (after setup-env.ts took the runner's away) before this file's first tmux call starts the
+// server (one server per test process).
 for (const name of RUNNER_ONLY_VARS) process.env[name] = "1";
 const dir = mkdtempSync(path.join(os.tmpdir(), "condense-tty-env-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe.skipIf(!hasTmux)("a terminal of tty-support", () => {
-  it("does not pass on the runner's CI, NO_COLOR and FORCE_COLOR; TERM is the terminal's", async () => {
+  it("does not pass on CI, NO_COLOR, FORCE_COLOR and COLUMNS; TERM is the terminal's", async () => {
     const printed = RUNNER_ONLY_VARS.map((v) => `${v}=\${${v}-unset}`).join(" ");
     const run = startInTty("env", dir, ["sh", "-c", `echo "${printed} TERM=$TERM"`]);
     try {
@@ -24,7 +26,7 @@ describe.skipIf(!hasTmux)("a terminal of tty-support", () => {
         .screen()
         .split("\n")
         .find((l) => l.startsWith("CI="));
-      expect(line).toMatch(/^CI=unset NO_COLOR=unset FORCE_COLOR=unset TERM=(screen|tmux)/);
+      expect(line).toMatch(/^CI=unset NO_COLOR=unset FORCE_COLOR=unset COLUMNS=unset TERM=(screen|tmux)/);
     } finally {
       run.kill();
     }

@@ -6,6 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { withoutRunnerVars } from "./runner-env.js";
 
 /**
  * tmux on a server of this test process's own (`-L`), so that no other tmux user on the machine
@@ -14,16 +15,12 @@ import path from "node:path";
 const SOCKET = `condense-tty-${process.pid}`;
 
 /**
- * Variables of the test runner's own environment that a user's terminal does not have and that
- * change what condense draws there: `CI` (ora, through is-interactive, draws no progress line when
- * it is set at all — a CI runner sets it, and the progress tests then never see a count), and the
- * colour overrides `NO_COLOR` and `FORCE_COLOR` (output.ts, colorLevel).
+ * What the tmux server, and so every pane, starts with: this process's environment without the
+ * runner's own variables (runner-env.ts) — also those a test sets on purpose, since a pane is a
+ * user's terminal.
  */
-export const RUNNER_ONLY_VARS = ["CI", "NO_COLOR", "FORCE_COLOR"];
-
-/** This process's environment without {@link RUNNER_ONLY_VARS}: what the tmux server, and so every pane, starts with. */
 export function terminalEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !RUNNER_ONLY_VARS.includes(k)));
+  return withoutRunnerVars(process.env);
 }
 
 /** Run a tmux command on this process's server (started by the first call, with {@link terminalEnv}). */
