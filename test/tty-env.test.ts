@@ -1,7 +1,7 @@
 /**
  * The terminal the tmux tests type into is a user's: the CI runner's own `CI` (with which ora draws
  * no progress line: a CI run once failed the four "Ctrl-C once a session is done" tests, as the
- * progress line never counted one) and its colour overrides do not reach the command.
+ * progress line never counted one), its colour overrides and its COLUMNS do not reach the command.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";

@@ -15,16 +15,11 @@ import { withoutRunnerVars } from "./runner-env.js";
 const SOCKET = `condense-tty-${process.pid}`;
 
 /**
- * What the tmux server, and so every pane, starts with: this process's environment without the
- * runner's own variables (runner-env.ts) — also those a test sets on purpose, since a pane is a
- * user's terminal.
+ * Run a tmux command on this process's server. The first call starts the server, with this
+ * process's environment minus the runner's own variables (runner-env.ts) — also those a test sets
+ * on purpose — so every pane is a user's terminal.
  */
-export function terminalEnv(): NodeJS.ProcessEnv {
-  return withoutRunnerVars(process.env);
-}
-
-/** Run a tmux command on this process's server (started by the first call, with {@link terminalEnv}). */
-export const tmux = (...args: string[]) => spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8", env: terminalEnv() });
+export const tmux = (...args: string[]) => spawnSync("tmux", ["-L", SOCKET, ...args], { encoding: "utf8", env: withoutRunnerVars(process.env) });
 export const hasTmux = tmux("-V").status === 0;
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
